@@ -1,0 +1,19 @@
+{
+  "targets": [
+    {
+      "target_name": "nodempi",
+      "sources": [
+        "<!@(node -p \"require('fs').readdirSync('native',{recursive:true}).filter(f=>f.endsWith('.cc')).sort().map(f=>'native/'+f).join(' ')\")"
+      ],
+      "include_dirs": [
+        "<!(node -p \"require('node-addon-api').include_dir\")",
+        "native"
+      ],
+      "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED"],
+      "cflags!": ["-fno-exceptions"],
+      "cflags_cc!": ["-fno-exceptions", "-fno-rtti"],
+      "cflags_cc": ["-std=c++17", "-O3", "-fvisibility=hidden", "-ffp-contract=off"],
+      "libraries": ["-lrt", "-ldl", "-lpthread"]
+    }
+  ]
+}

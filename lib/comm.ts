@@ -1,0 +1,191 @@
+/**
+ * Communicators (MPI_Comm) and their blocking collectives. Every argument is
+ * checked here, before the native call sends anything.
+ */
+import { IN_PLACE } from './constants.js';
+import type { Datatype } from './datatype.js';
+import { describe, fail } from './errors.js';
+import { resolve, resolveBlocks, type Msg, type Resolved } from './message.js';
+import { native } from './native.js';
+import { checkOp, Op } from './op.js';
+import { ensureInit } from './runtime.js';
+
+type SendSpec = Msg | typeof IN_PLACE;
+
+/** A communicator: a group of ranks and a private context for their collectives. */
+export class Comm {
+  #handle: number;
+  #rank = -1;
+  #size = -1;
+  #name: string;
+
+  /** @internal `handle` is the addon's context number. */
+  constructor(handle: number, name: string) {
+    this.#handle = handle;
+    this.#name = name;
+  }
+
+  /** @internal The addon handle, initialising MPI on first use. */
+  get handle(): number {
+    if (this.#size < 0) {
+      ensureInit();
+      [this.#rank, this.#size] = native.commInfo(this.#handle);
+    }
+    return this.#handle;
+  }
+
+  /** This process's rank in the communicator (MPI_Comm_rank). */
+  get rank(): number {
+    void this.handle;
+    return this.#rank;
+  }
+
+  /** Number of ranks (MPI_Comm_size). */
+  get size(): number {
+    void this.handle;
+    return this.#size;
+  }
+
+  /** Always false for an intracommunicator. */
+  get isInter(): boolean { return false; }
+
+  get name(): string { return this.#name; }
+  set name(value: string) { this.#name = String(value); }
+
+  toString(): string { return `Comm(${this.#name})`; }
+
+  /** MPI_Barrier: returns once every rank has entered. */
+  barrier(): void {
+    native.barrier(this.handle);
+  }
+
+  /** MPI_Bcast: `buf` at `root` is copied into `buf` at every other rank. */
+  bcast(buf: Msg, root = 0): void {
+    const h = this.handle;
+    this.#checkRoot('bcast', root);
+    const m = resolve('bcast', 'buffer', buf);
+    native.bcast(h, m.view, m.bytes, root);
+  }
+
+  /**
+   * MPI_Gather: every rank's `send` lands in block `rank` of `recv` at the
+   * root. `recv` matters only at the root; IN_PLACE is for the root's send.
+   */
+  gather(send: SendSpec, recv: Msg | null, root = 0): void {
+    const h = this.handle;
+    this.#checkRoot('gather', root);
+    if (this.#rank === root) {
+      const r = resolveBlocks('gather', 'receive buffer', recv, this.#size);
+      const s = send === IN_PLACE ? null : resolve('gather', 'send buffer', send);
+      if (s) sameBytes('gather', s, r);
+      native.gather(h, s && s.view, r.view, r.bytes, root);
+    } else {
+      const s = resolve('gather', 'send buffer', notInPlace('gather', 'send buffer', send, 'the root'));
+      native.gather(h, s.view, null, s.bytes, root);
+    }
+  }
+
+  /**
+   * MPI_Scatter: block `r` of `send` at the root goes to rank r's `recv`.
+   * `send` matters only at the root; IN_PLACE is for the root's recv.
+   */
+  scatter(send: Msg | null, recv: SendSpec, root = 0): void {
+    const h = this.handle;
+    this.#checkRoot('scatter', root);
+    if (this.#rank === root) {
+      const s = resolveBlocks('scatter', 'send buffer', send, this.#size);
+      const r = recv === IN_PLACE ? null : resolve('scatter', 'receive buffer', recv);
+      if (r) sameBytes('scatter', s, r);
+      native.scatter(h, s.view, r && r.view, s.bytes, root);
+    } else {
+      const r = resolve('scatter', 'receive buffer', notInPlace('scatter', 'receive buffer', recv, 'the root'));
+      native.scatter(h, null, r.view, r.bytes, root);
+    }
+  }
+
+  /** MPI_Allgather: every rank gets every rank's `send`, in rank order. */
+  allgather(send: SendSpec, recv: Msg): void {
+    const h = this.handle;
+    const r = resolveBlocks('allgather', 'receive buffer', recv, this.#size);
+    const s = send === IN_PLACE ? null : resolve('allgather', 'send buffer', send);
+    if (s) sameBytes('allgather', s, r);
+    native.allgather(h, s && s.view, r.view, r.bytes);
+  }
+
+  /** MPI_Alltoall: block j of rank i's `send` becomes block i of rank j's `recv`. */
+  alltoall(send: SendSpec, recv: Msg): void {
+    const h = this.handle;
+    const r = resolveBlocks('alltoall', 'receive buffer', recv, this.#size);
+    const s = send === IN_PLACE ? null : resolveBlocks('alltoall', 'send buffer', send, this.#size);
+    if (s) sameBytes('alltoall', s, r);
+    native.alltoall(h, s && s.view, r.view, r.bytes);
+  }
+
+  /**
+   * MPI_Reduce: combines every rank's `send` with `op` into `recv` at the
+   * root. `recv` matters only at the root; IN_PLACE is for the root's send.
+   */
+  reduce(send: SendSpec, recv: Msg | null, op: Op = Op.SUM, root = 0): void {
+    const h = this.handle;
+    this.#checkRoot('reduce', root);
+    if (this.#rank === root) {
+      const r = resolve('reduce', 'receive buffer', recv);
+      const s = send === IN_PLACE ? null : resolve('reduce', 'send buffer', send);
+      if (s) sameItems('reduce', s, r);
+      checkOp(op, r.type, 'reduce');
+      native.reduce(h, s && s.view, r.view, r.count, r.type.basic, op.id, root);
+    } else {
+      const s = resolve('reduce', 'send buffer', notInPlace('reduce', 'send buffer', send, 'the root'));
+      checkOp(op, s.type, 'reduce');
+      native.reduce(h, s.view, null, s.count, s.type.basic, op.id, root);
+    }
+  }
+
+  /** MPI_Allreduce: every rank gets all ranks' `send` combined with `op`. */
+  allreduce(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
+    const h = this.handle;
+    const r = resolve('allreduce', 'receive buffer', recv);
+    const s = send === IN_PLACE ? null : resolve('allreduce', 'send buffer', send);
+    if (s) sameItems('allreduce', s, r);
+    checkOp(op, r.type, 'allreduce');
+    native.allreduce(h, s && s.view, r.view, r.count, r.type.basic, op.id);
+  }
+
+  #checkRoot(call: string, root: unknown): void {
+    if (typeof root !== 'number' || !Number.isInteger(root)) {
+      fail('ERR_ROOT', call, `root must be an integer rank, got ${describe(root)}`);
+    }
+    if (root < 0 || root >= this.#size) {
+      fail('ERR_ROOT', call, `root ${root} is out of range for a communicator of size ${this.#size}`);
+    }
+  }
+}
+
+function notInPlace<T>(call: string, what: string, spec: T | typeof IN_PLACE, where: string): T {
+  if (spec === IN_PLACE) fail('ERR_ARG', call, `IN_PLACE for the ${what} is only allowed at ${where}`);
+  return spec;
+}
+
+// The send and receive sides of one rank must carry the same number of bytes.
+function sameBytes(call: string, send: Resolved, recv: Resolved): void {
+  if (send.bytes > recv.bytes) {
+    fail('ERR_TRUNCATE', call, `send buffer carries ${send.bytes} bytes but a receive block holds only ${recv.bytes}`);
+  }
+  if (send.bytes < recv.bytes) {
+    fail('ERR_COUNT', call, `send buffer carries ${send.bytes} bytes but a receive block expects ${recv.bytes}`);
+  }
+}
+
+// Reductions need the same datatype and count on both sides.
+function sameItems(call: string, send: Resolved, recv: Resolved): void {
+  if (!sameType(send.type, recv.type)) {
+    fail('ERR_TYPE', call, `send datatype ${send.type.name} differs from receive datatype ${recv.type.name}`);
+  }
+  if (send.count !== recv.count) {
+    fail('ERR_COUNT', call, `send count ${send.count} differs from receive count ${recv.count}`);
+  }
+}
+
+function sameType(a: Datatype, b: Datatype): boolean {
+  return a === b || (a.basic === b.basic && a.category === b.category && a.extent === b.extent);
+}

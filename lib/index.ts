@@ -1,0 +1,27 @@
+/**
+ * nodempi: MPI collective communication for Node.js.
+ *
+ *   import * as mpi from 'nodempi';
+ *   const world = mpi.COMM_WORLD;
+ *   world.allreduce(mpi.IN_PLACE, values, mpi.Op.SUM);
+ */
+export { Comm } from './comm.js';
+export { COMM_SELF, COMM_WORLD, abort, init } from './world.js';
+export { finalize, isFinalized, isInitialized, wtick, wtime } from './runtime.js';
+export { Datatype } from './datatype.js';
+export { Op } from './op.js';
+export { reduceLocal, reduceLocals } from './local.js';
+export { MPIError, ErrorClasses } from './errors.js';
+export type { ErrorCode } from './errors.js';
+export type { Buf, Msg } from './message.js';
+export { launch, type LaunchOptions, type LaunchResult } from './launch.js';
+export {
+  COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, PROC_NULL, ROOT, SIMILAR, UNDEFINED, UNEQUAL, version,
+} from './constants.js';
+export type { InPlace } from './constants.js';
+
+import { ErrorClasses } from './errors.js';
+export const {
+  ERR_BUFFER, ERR_COUNT, ERR_TYPE, ERR_TAG, ERR_COMM, ERR_RANK, ERR_ROOT, ERR_GROUP, ERR_OP, ERR_ARG,
+  ERR_TRUNCATE, ERR_REQUEST, ERR_OTHER, ERR_INTERN, ERR_PROC_FAILED, ERR_NOT_SAME,
+} = ErrorClasses;

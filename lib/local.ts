@@ -1,0 +1,49 @@
+/**
+ * Local reductions with the collectives' kernels: MPI_Reduce_local and the
+ * proposed three-buffer MPI_Reduce_locals.
+ */
+import { IN_PLACE } from './constants.js';
+import { fail } from './errors.js';
+import { resolve, type Msg, type Resolved } from './message.js';
+import { native } from './native.js';
+import { checkOp, Op } from './op.js';
+
+/** MPI_Reduce_local: `inoutbuf = inbuf op inoutbuf`, elementwise. */
+export function reduceLocal(inbuf: Msg, inoutbuf: Msg, op: Op): void {
+  const io = resolve('reduceLocal', 'inoutbuf', inoutbuf);
+  const a = resolve('reduceLocal', 'inbuf', inbuf);
+  matches('reduceLocal', 'inbuf', a, io);
+  checkOp(op, io.type, 'reduceLocal');
+  native.reduceLocals(a.view, io.view, io.view, io.count, io.type.basic, op.id);
+}
+
+/**
+ * MPI_Reduce_locals (proposed): `inoutbuf = inbuf op argbuf`, elementwise.
+ * IN_PLACE for `inbuf` or `argbuf` (or both) reads that operand from
+ * `inoutbuf`; `inbuf` and `argbuf` may be the same buffer.
+ */
+export function reduceLocals(inbuf: Msg | typeof IN_PLACE, argbuf: Msg | typeof IN_PLACE, inoutbuf: Msg, op: Op): void {
+  const io = resolve('reduceLocals', 'inoutbuf', inoutbuf);
+  const a = inbuf === IN_PLACE ? io : resolve('reduceLocals', 'inbuf', inbuf);
+  const b = argbuf === IN_PLACE ? io : resolve('reduceLocals', 'argbuf', argbuf);
+  matches('reduceLocals', 'inbuf', a, io);
+  matches('reduceLocals', 'argbuf', b, io);
+  checkOp(op, io.type, 'reduceLocals');
+  native.reduceLocals(a.view, b.view, io.view, io.count, io.type.basic, op.id);
+}
+
+function matches(call: string, what: string, m: Resolved, io: Resolved): void {
+  if (m === io) return;
+  if (m.type.basic !== io.type.basic || m.type.category !== io.type.category) {
+    fail('ERR_TYPE', call, `${what} datatype ${m.type.name} differs from inoutbuf datatype ${io.type.name}`);
+  }
+  if (m.count !== io.count) fail('ERR_COUNT', call, `${what} count ${m.count} differs from inoutbuf count ${io.count}`);
+  // The kernels allow an operand to be exactly the output, not to overlap it
+  // at an offset (a later item would read an already-combined one).
+  if (m.view.buffer === io.view.buffer) {
+    const a0 = m.view.byteOffset, b0 = io.view.byteOffset;
+    if (a0 !== b0 && a0 < b0 + io.bytes && b0 < a0 + m.bytes) {
+      fail('ERR_BUFFER', call, `${what} overlaps inoutbuf at a different offset (${a0} vs ${b0}); pass IN_PLACE or separate buffers`);
+    }
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * The typed contract of the native addon. Nothing else in lib/ loads it.
+ * Buffers are TypedArrays or DataViews (lib/message.ts wraps ArrayBuffers);
+ * `null` for a send buffer means MPI_IN_PLACE. Handles are small integers.
+ */
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+type View = ArrayBufferView;
+
+export interface NativeAddon {
+  setErrorFactory(make: (errorClass: number, message: string) => Error): void;
+  /** Attach to the job (fd from the launcher) or start a singleton (fd -1). */
+  init(rank: number, size: number, fd: number): void;
+  finalize(): void;
+  /** Mark the job failed and signal the other ranks; the caller then exits. */
+  abort(): void;
+  kernelIsa(): string;
+  selectKernelIsa(name: string): boolean;
+
+  commInfo(comm: number): [rank: number, size: number];
+  barrier(comm: number): void;
+  bcast(comm: number, buf: View, bytes: number, root: number): void;
+  gather(comm: number, send: View | null, recv: View | null, bytes: number, root: number): void;
+  scatter(comm: number, send: View | null, recv: View | null, bytes: number, root: number): void;
+  allgather(comm: number, send: View | null, recv: View, bytes: number): void;
+  alltoall(comm: number, send: View | null, recv: View, bytes: number): void;
+  reduce(comm: number, send: View | null, recv: View | null, count: number, type: number, op: number, root: number): void;
+  allreduce(comm: number, send: View | null, recv: View, count: number, type: number, op: number): void;
+
+  /** out = a op b over `count` items of basic type `type`. */
+  reduceLocals(a: View, b: View, out: View, count: number, type: number, op: number): void;
+
+  segmentCreate(nranks: number): { handle: number; fd: number; name: string; bytes: number };
+  segmentUnlink(handle: number): void;
+  /** status: 1 + exit code, or -signal number. */
+  segmentExited(handle: number, rank: number, status: number, failed: boolean): void;
+  /** Mark the job failed (timeout, signal) so waiting ranks stop. */
+  segmentFail(handle: number): void;
+  /** A close-on-exec duplicate of the segment descriptor, for a worker-thread rank. */
+  segmentDupFd(handle: number): number;
+  segmentClose(handle: number): void;
+}
+
+/** The package root: dist/ and prebuilds/ sit side by side under it. */
+export const packageRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+function load(): NativeAddon {
+  const require = createRequire(import.meta.url);
+  try {
+    // node-gyp-build has no types; it looks in build/Release, then prebuilds/.
+    const nodeGypBuild = require('node-gyp-build') as (dir: string) => NativeAddon;
+    return nodeGypBuild(packageRoot);
+  } catch (err) {
+    const detail = err instanceof Error ? err.message : String(err);
+    throw new Error(
+      `nodempi: could not load the native addon from ${packageRoot} ` +
+        `(looked in build/Release and prebuilds/${process.platform}-${process.arch}): ${detail}. ` +
+        'Reinstall the package, or run `npm run build` in a source checkout.',
+      { cause: err },
+    );
+  }
+}
+
+export const native: NativeAddon = load();

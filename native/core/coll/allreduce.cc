@@ -1,0 +1,74 @@
+#include <cstring>
+#include <vector>
+
+#include "core/coll/fold.h"
+
+namespace nodempi::coll {
+
+namespace {
+
+// allreduce_flat (small): every rank copies its vector into its half and
+// posts, then folds all of them into recv itself. Same order everywhere, so
+// every rank computes bit-identical results without a second phase.
+void allreduce_flat(Context& c, const uint8_t* in, uint8_t* out, size_t count, const Combiner& op) {
+  const uint32_t n = c.size(), me = c.rank();
+  uint32_t s = c.next_phase();
+  c.acquire_slot(s, "allreduce");
+  if (count) std::memcpy(c.slot(me, s), in, count * op.item);
+  c.post(s);
+  c.wait_all(s, "allreduce");
+  std::vector<const uint8_t*> src(n);
+  for (uint32_t r = 0; r < n; ++r) src[r] = c.slot(r, s);
+  fold(op, src.data(), n, out, count);
+}
+
+// allreduce_sliced (large): reduce-scatter then allgather, per chunk of at
+// most one half:
+//   1. every rank copies its chunk into its half and posts;
+//   2. every rank folds its slice of the chunk from all halves into its
+//      other half and posts;
+//   3. every rank copies all slices into recv.
+// Every core reduces, and each byte crosses memory about twice.
+void allreduce_sliced(Context& c, const uint8_t* in, uint8_t* out, size_t count, const Combiner& op) {
+  const uint32_t n = c.size(), me = c.rank();
+  const size_t item = op.item, per_round = c.half_bytes() / item;
+  std::vector<const uint8_t*> src(n);
+  for (size_t first = 0; first < count; first += per_round) {
+    size_t m = std::min(per_round, count - first);
+    uint32_t s = c.next_phase();
+    c.acquire_slot(s, "allreduce");
+    std::memcpy(c.slot(me, s), in + first * item, m * item);
+    c.post(s);
+    c.wait_all(s, "allreduce");
+
+    Slice mine = slice_of(m, n, me);
+    for (uint32_t r = 0; r < n; ++r) src[r] = c.slot(r, s) + mine.lo * item;
+    uint32_t t = c.next_phase();  // peers have posted t-1 = s: the other half is free
+    fold(op, src.data(), n, c.slot(me, t), mine.len);
+    c.post(t);
+    for (uint32_t i = 0; i < n; ++i) {
+      uint32_t r = (me + i) % n;
+      Slice sl = slice_of(m, n, r);
+      if (r != me) c.wait(r, t, "allreduce");
+      if (sl.len) std::memcpy(out + (first + sl.lo) * item, c.slot(r, t), sl.len * item);
+    }
+  }
+}
+
+}  // namespace
+
+void allreduce(Context& c, const void* send, void* recv, size_t count, const Combiner& op) {
+  auto* out = static_cast<uint8_t*>(recv);
+  auto* in = send ? static_cast<const uint8_t*>(send) : out;
+  if (c.size() == 1) {
+    if (send && count) std::memcpy(out, in, count * op.item);
+    return;
+  }
+  if (count * op.item <= kSmallReduceBytes) {
+    allreduce_flat(c, in, out, count, op);
+  } else {
+    allreduce_sliced(c, in, out, count, op);
+  }
+}
+
+}  // namespace nodempi::coll

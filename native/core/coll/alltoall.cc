@@ -1,0 +1,43 @@
+#include <algorithm>
+#include <cstring>
+
+#include "core/coll/coll.h"
+
+namespace nodempi::coll {
+
+// alltoall_flat: every rank's half is cut into size() lanes; for each chunk:
+//   1. every rank waits until its half is free, copies chunk k of the block
+//      for rank r into lane r, posts;
+//   2. every rank copies lane `me` of each peer into that peer's block.
+// With IN_PLACE the blocks come from recv; each chunk is in the slot before
+// recv is overwritten, so the exchange is safe in place.
+void alltoall(Context& c, const void* send, void* recv, size_t bytes) {
+  const uint32_t n = c.size(), me = c.rank();
+  auto* out = static_cast<uint8_t*>(recv);
+  auto* in = send ? static_cast<const uint8_t*>(send) : out;
+  if (n == 1) {
+    if (send && bytes) std::memcpy(out, in, bytes);
+    return;
+  }
+  const size_t lane = c.half_bytes() / n;
+  size_t off = 0;
+  do {
+    size_t len = std::min(lane, bytes - off);
+    uint32_t s = c.next_phase();
+    c.acquire_slot(s, "alltoall");
+    uint8_t* mine = c.slot(me, s);
+    for (uint32_t r = 0; r < n && len; ++r) {
+      std::memcpy(mine + size_t(r) * lane, in + size_t(r) * bytes + off, len);
+    }
+    c.post(s);
+    if (len) std::memcpy(out + size_t(me) * bytes + off, mine + size_t(me) * lane, len);
+    for (uint32_t i = 1; i < n; ++i) {
+      uint32_t r = (me + i) % n;
+      c.wait(r, s, "alltoall");
+      if (len) std::memcpy(out + size_t(r) * bytes + off, c.slot(r, s) + size_t(me) * lane, len);
+    }
+    off += len;
+  } while (off < bytes);
+}
+
+}  // namespace nodempi::coll

@@ -1,0 +1,34 @@
+#include <algorithm>
+#include <cstring>
+
+#include "core/coll/coll.h"
+
+namespace nodempi::coll {
+
+// bcast_pipelined: for each chunk of at most one slot half (at least one
+// phase, so a zero-byte bcast still matches up):
+//   1. the root waits until its half is free, copies the chunk in, posts;
+//   2. the others post, wait for the root and copy the chunk out.
+// Readers drain chunk k while the root fills chunk k+1 in the other half.
+void bcast(Context& c, void* buf, size_t bytes, uint32_t root) {
+  if (c.size() == 1) return;
+  auto* data = static_cast<uint8_t*>(buf);
+  const size_t chunk = c.half_bytes();
+  size_t off = 0;
+  do {
+    size_t len = std::min(chunk, bytes - off);
+    uint32_t s = c.next_phase();
+    if (c.rank() == root) {
+      c.acquire_slot(s, "bcast");
+      if (len) std::memcpy(c.slot(root, s), data + off, len);
+      c.post(s);
+    } else {
+      c.post(s);
+      c.wait(root, s, "bcast");
+      if (len) std::memcpy(data + off, c.slot(root, s), len);
+    }
+    off += len;
+  } while (off < bytes);
+}
+
+}  // namespace nodempi::coll

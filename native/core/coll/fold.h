@@ -1,0 +1,45 @@
+// Combining the contributions of a communicator's ranks in a fixed order, so
+// every rank that folds the same items gets bit-identical results.
+#pragma once
+#include <algorithm>
+#include <cstring>
+
+#include "core/coll/coll.h"
+
+namespace nodempi::coll {
+
+// out = src[0] op src[1] op ... op src[n-1] over `count` items, evaluated
+// right to left (x0 op (x1 op (... op x_{n-1}))): each step is MPI's
+// inoutvec = invec op inoutvec with the lower rank as invec, which is also
+// what a non-commutative user op needs. The items are processed in blocks
+// that stay in L1 while all n-1 steps run over them. `out` must not alias
+// any source.
+inline void fold(const Combiner& op, const uint8_t* const* src, uint32_t n, uint8_t* out, size_t count) {
+  const size_t item = op.item;
+  if (n == 1) {
+    if (count) std::memcpy(out, src[0], count * item);
+    return;
+  }
+  const size_t block = std::max<size_t>(1, 16384 / item);
+  for (size_t i = 0; i < count; i += block) {
+    size_t m = std::min(block, count - i), at = i * item;
+    op.fn(src[n - 2] + at, src[n - 1] + at, out + at, m);
+    for (uint32_t r = n - 2; r-- > 0;) op.fn(src[r] + at, out + at, out + at, m);
+  }
+}
+
+// The items [lo, lo+len) of a chunk of `count` items that rank r reduces
+// when the ranks share the work of one chunk.
+struct Slice {
+  size_t lo, len;
+};
+inline Slice slice_of(size_t count, uint32_t n, uint32_t r) {
+  size_t base = count / n, rem = count % n;
+  return {r * base + std::min<size_t>(r, rem), base + (r < rem ? 1 : 0)};
+}
+
+// Up to this many bytes, every rank (or the root) folds the whole vector in
+// one phase; above it the ranks share the work slice by slice.
+constexpr size_t kSmallReduceBytes = 8192;
+
+}  // namespace nodempi::coll

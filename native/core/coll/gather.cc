@@ -1,0 +1,39 @@
+#include <algorithm>
+#include <cstring>
+
+#include "core/coll/coll.h"
+
+namespace nodempi::coll {
+
+// gather_flat: for each chunk of every block (one slot half per rank):
+//   1. non-roots wait until their half is free, copy their chunk in, post;
+//   2. the root posts, then copies each peer's chunk into its block.
+// The root's own block is one local copy (none when IN_PLACE).
+void gather(Context& c, const void* send, void* recv, size_t bytes, uint32_t root) {
+  const uint32_t n = c.size(), me = c.rank();
+  auto* in = static_cast<const uint8_t*>(send);
+  auto* out = static_cast<uint8_t*>(recv);
+  if (me == root && send && bytes) std::memcpy(out + size_t(me) * bytes, in, bytes);
+  if (n == 1) return;
+  const size_t chunk = c.half_bytes();
+  size_t off = 0;
+  do {
+    size_t len = std::min(chunk, bytes - off);
+    uint32_t s = c.next_phase();
+    if (me != root) {
+      c.acquire_slot(s, "gather");
+      if (len) std::memcpy(c.slot(me, s), in + off, len);
+      c.post(s);
+    } else {
+      c.post(s);
+      for (uint32_t r = 0; r < n; ++r) {
+        if (r == root) continue;
+        c.wait(r, s, "gather");
+        if (len) std::memcpy(out + size_t(r) * bytes + off, c.slot(r, s), len);
+      }
+    }
+    off += len;
+  } while (off < bytes);
+}
+
+}  // namespace nodempi::coll

@@ -1,0 +1,75 @@
+#include <cstring>
+#include <vector>
+
+#include "core/coll/fold.h"
+
+namespace nodempi::coll {
+
+namespace {
+
+// reduce_flat (small): every rank copies its vector into its half and posts;
+// the root waits for all and folds them into recv.
+void reduce_flat(Context& c, const uint8_t* in, uint8_t* out, size_t count, const Combiner& op,
+                 uint32_t root) {
+  const uint32_t n = c.size(), me = c.rank();
+  const size_t bytes = count * op.item;
+  uint32_t s = c.next_phase();
+  c.acquire_slot(s, "reduce");
+  if (bytes) std::memcpy(c.slot(me, s), in, bytes);
+  c.post(s);
+  if (me != root) return;
+  c.wait_all(s, "reduce");
+  std::vector<const uint8_t*> src(n);
+  for (uint32_t r = 0; r < n; ++r) src[r] = c.slot(r, s);
+  fold(op, src.data(), n, out, count);
+}
+
+// reduce_sliced (large): for each chunk of at most one half:
+//   1. every rank copies its chunk into its half and posts;
+//   2. every rank folds its slice of the chunk from all halves into its
+//      other half and posts;
+//   3. the root copies every slice into recv.
+void reduce_sliced(Context& c, const uint8_t* in, uint8_t* out, size_t count, const Combiner& op,
+                   uint32_t root) {
+  const uint32_t n = c.size(), me = c.rank();
+  const size_t item = op.item, per_round = c.half_bytes() / item;
+  std::vector<const uint8_t*> src(n);
+  for (size_t first = 0; first < count; first += per_round) {
+    size_t m = std::min(per_round, count - first);
+    uint32_t s = c.next_phase();
+    c.acquire_slot(s, "reduce");
+    std::memcpy(c.slot(me, s), in + first * item, m * item);
+    c.post(s);
+    c.wait_all(s, "reduce");
+
+    Slice mine = slice_of(m, n, me);
+    for (uint32_t r = 0; r < n; ++r) src[r] = c.slot(r, s) + mine.lo * item;
+    uint32_t t = c.next_phase();  // peers have posted t-1 = s: the other half is free
+    fold(op, src.data(), n, c.slot(me, t), mine.len);
+    c.post(t);
+    if (me != root) continue;
+    for (uint32_t r = 0; r < n; ++r) {
+      Slice sl = slice_of(m, n, r);
+      c.wait(r, t, "reduce");
+      if (sl.len) std::memcpy(out + (first + sl.lo) * item, c.slot(r, t), sl.len * item);
+    }
+  }
+}
+
+}  // namespace
+
+void reduce(Context& c, const void* send, void* recv, size_t count, const Combiner& op, uint32_t root) {
+  auto* out = static_cast<uint8_t*>(recv);
+  auto* in = send ? static_cast<const uint8_t*>(send) : out;
+  if (c.size() == 1) {
+    if (send && count) std::memcpy(out, in, count * op.item);
+    return;
+  }
+  if (count * op.item <= kSmallReduceBytes || count * op.item <= c.half_bytes() / 4) {
+    reduce_flat(c, in, out, count, op, root);
+  } else {
+    reduce_sliced(c, in, out, count, op, root);
+  }
+}
+
+}  // namespace nodempi::coll

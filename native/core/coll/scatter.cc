@@ -1,0 +1,39 @@
+#include <algorithm>
+#include <cstring>
+
+#include "core/coll/coll.h"
+
+namespace nodempi::coll {
+
+// scatter_flat: the root's half is cut into size() lanes; for each chunk:
+//   1. the root waits until its half is free, copies chunk k of every
+//      peer's block into that peer's lane, posts;
+//   2. the others post, wait for the root and copy their lane out.
+void scatter(Context& c, const void* send, void* recv, size_t bytes, uint32_t root) {
+  const uint32_t n = c.size(), me = c.rank();
+  auto* in = static_cast<const uint8_t*>(send);
+  auto* out = static_cast<uint8_t*>(recv);
+  if (me == root && recv && bytes) std::memcpy(out, in + size_t(me) * bytes, bytes);
+  if (n == 1) return;
+  const size_t lane = c.half_bytes() / n;
+  size_t off = 0;
+  do {
+    size_t len = std::min(lane, bytes - off);
+    uint32_t s = c.next_phase();
+    if (me == root) {
+      c.acquire_slot(s, "scatter");
+      uint8_t* slot = c.slot(root, s);
+      for (uint32_t r = 0; r < n && len; ++r) {
+        if (r != root) std::memcpy(slot + size_t(r) * lane, in + size_t(r) * bytes + off, len);
+      }
+      c.post(s);
+    } else {
+      c.post(s);
+      c.wait(root, s, "scatter");
+      if (len) std::memcpy(out + off, c.slot(root, s) + size_t(me) * lane, len);
+    }
+    off += len;
+  } while (off < bytes);
+}
+
+}  // namespace nodempi::coll

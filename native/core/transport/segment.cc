@@ -1,0 +1,157 @@
+#include "core/transport/segment.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+namespace nodempi::transport {
+namespace {
+
+constexpr size_t kPage = 4096;
+
+size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
+
+std::string errno_text(const char* what) {
+  return std::string(what) + ": " + std::strerror(errno);
+}
+
+}  // namespace
+
+Geometry Geometry::for_ranks(uint32_t nranks) {
+  Geometry g{};
+  g.nranks = nranks;
+  // Large enough that a pipelined 1 MiB message takes few rounds, small
+  // enough that both halves of every rank stay in a shared L2/L3 slice.
+  g.half_bytes = nranks <= 8 ? 256 * 1024 : nranks <= 32 ? 64 * 1024 : 16 * 1024;
+  g.ctrl_offset = round_up(sizeof(Header), kPage);
+  size_t ctrl_bytes = sizeof(CtrlLine) * size_t(kContexts) * nranks;
+  g.slots_offset = round_up(g.ctrl_offset + ctrl_bytes, kPage);
+  g.total_bytes = g.slots_offset + size_t(kContexts) * nranks * 2 * g.half_bytes;
+  return g;
+}
+
+Segment* Segment::create(uint32_t nranks, std::string* error) {
+  if (nranks == 0 || nranks > kMaxRanks) {
+    *error = "world size must be between 1 and " + std::to_string(kMaxRanks);
+    return nullptr;
+  }
+  Geometry geo = Geometry::for_ranks(nranks);
+  uint8_t rnd[16];
+  if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
+    *error = errno_text("getrandom");
+    return nullptr;
+  }
+  char name[64];
+  int n = std::snprintf(name, sizeof name, "/nodempi-");
+  for (uint8_t b : rnd) n += std::snprintf(name + n, sizeof name - n, "%02x", b);
+
+  int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) {
+    *error = errno_text("shm_open");
+    return nullptr;
+  }
+  if (ftruncate(fd, off_t(geo.total_bytes)) != 0) {
+    *error = errno_text("ftruncate");
+    shm_unlink(name);
+    ::close(fd);
+    return nullptr;
+  }
+  void* base = mmap(nullptr, geo.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    *error = errno_text("mmap");
+    shm_unlink(name);
+    ::close(fd);
+    return nullptr;
+  }
+  // tmpfs pages start zeroed, so every atomic starts at 0.
+  Header* h = new (base) Header;
+  h->magic = kMagic;
+  h->version = kVersion;
+  h->nranks = nranks;
+  h->contexts = kContexts;
+  h->launcher_pid = uint32_t(getpid());
+  h->half_bytes = geo.half_bytes;
+  h->total_bytes = geo.total_bytes;
+
+  auto* s = new Segment;
+  s->header_ = h;
+  s->base_ = base;
+  s->geo_ = geo;
+  s->fd_ = fd;
+  s->name_ = name;
+  return s;
+}
+
+Segment* Segment::attach(int fd, uint32_t rank, uint32_t nranks, std::string* error) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    *error = errno_text("fstat of the inherited segment descriptor");
+    return nullptr;
+  }
+  Geometry geo = Geometry::for_ranks(nranks);
+  if (nranks == 0 || nranks > kMaxRanks || rank >= nranks || size_t(st.st_size) != geo.total_bytes) {
+    *error = "the inherited segment does not match NODEMPI_RANK/NODEMPI_SIZE";
+    return nullptr;
+  }
+  void* base = mmap(nullptr, geo.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    *error = errno_text("mmap");
+    return nullptr;
+  }
+  auto* h = static_cast<Header*>(base);
+  if (h->magic != kMagic || h->version != kVersion || h->nranks != nranks ||
+      h->half_bytes != geo.half_bytes || h->total_bytes != geo.total_bytes) {
+    munmap(base, geo.total_bytes);
+    *error = "the shared-memory segment header is not from this nodempi version";
+    return nullptr;
+  }
+  h->ranks[rank].pid.store(int32_t(getpid()), std::memory_order_release);
+  h->attached.fetch_add(1, std::memory_order_acq_rel);
+
+  auto* s = new Segment;
+  s->header_ = h;
+  s->base_ = base;
+  s->geo_ = geo;
+  // The rank keeps no descriptor: its own children must not inherit one.
+  ::close(fd);
+  return s;
+}
+
+Segment::~Segment() {
+  if (base_) munmap(base_, geo_.total_bytes);
+  close_fd();
+  unlink_name();
+}
+
+void Segment::unlink_name() {
+  if (!name_.empty()) {
+    shm_unlink(name_.c_str());
+    name_.clear();
+  }
+}
+
+void Segment::close_fd() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+CtrlLine* Segment::ctrl(uint32_t context, uint32_t rank) const {
+  auto* lines = reinterpret_cast<CtrlLine*>(static_cast<uint8_t*>(base_) + geo_.ctrl_offset);
+  return &lines[size_t(context) * geo_.nranks + rank];
+}
+
+uint8_t* Segment::slot(uint32_t context, uint32_t rank, uint32_t half) const {
+  size_t index = (size_t(context) * geo_.nranks + rank) * 2 + (half & 1);
+  return static_cast<uint8_t*>(base_) + geo_.slots_offset + index * geo_.half_bytes;
+}
+
+}  // namespace nodempi::transport

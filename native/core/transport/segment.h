@@ -1,0 +1,95 @@
+// The job's shared-memory segment: layout, creation by the launcher, and
+// attachment by the ranks.
+//
+// Layout (every part page-aligned, offsets computed from the header alone):
+//   Header          magic, version, world size, pids, liveness, abort state
+//   control lines   [context][rank] one 128-byte CtrlLine each
+//   slots           [context][rank] two halves of `half_bytes` each
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace nodempi::transport {
+
+constexpr uint64_t kMagic = 0x69706d65646f6e31ull;  // "1nodempi"
+constexpr uint32_t kVersion = 1;
+constexpr uint32_t kMaxRanks = 256;
+constexpr uint32_t kContexts = 16;  // COMM_WORLD is context 0
+constexpr size_t kCacheLine = 64;
+
+// One rank's published state in one communicator context. `seq` is the last
+// phase this rank has posted; peers spin or futex-wait on it. `waiters` lives
+// on the same line so the poster learns with one read whether to wake
+// anyone; the line is padded to two cache lines so the adjacent-line
+// prefetcher never couples two ranks' lines.
+struct alignas(kCacheLine) CtrlLine {
+  std::atomic<uint32_t> seq;
+  std::atomic<uint32_t> waiters;
+  char pad[2 * kCacheLine - 2 * sizeof(std::atomic<uint32_t>)];
+};
+static_assert(sizeof(CtrlLine) == 2 * kCacheLine, "CtrlLine must be two cache lines");
+
+struct RankInfo {
+  std::atomic<int32_t> pid;     // written by the rank when it attaches
+  std::atomic<int32_t> exited;  // set by the launcher when it reaps the rank: 1 + code, or -signal
+};
+
+struct alignas(kCacheLine) Header {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t nranks;
+  uint32_t contexts;
+  uint32_t launcher_pid;
+  uint64_t half_bytes;   // size of one slot half
+  uint64_t total_bytes;  // whole mapping, checked against fstat on attach
+  // Job-wide failure: set by the launcher when a rank fails, or by abort().
+  alignas(kCacheLine) std::atomic<uint32_t> failed;
+  std::atomic<int32_t> failed_rank;
+  std::atomic<uint32_t> attached;
+  alignas(kCacheLine) RankInfo ranks[kMaxRanks];
+};
+
+// Sizes for a job of `nranks` ranks.
+struct Geometry {
+  uint32_t nranks;
+  size_t half_bytes;
+  size_t ctrl_offset;
+  size_t slots_offset;
+  size_t total_bytes;
+  static Geometry for_ranks(uint32_t nranks);
+};
+
+// A mapping of the segment, owned by the launcher or by a rank.
+class Segment {
+ public:
+  // Launcher: create a new segment (O_CREAT|O_EXCL, mode 0600, random name),
+  // size and initialise it. The returned fd is meant to be inherited by the
+  // ranks; the name is unlinked by unlink_name() once they have been spawned.
+  static Segment* create(uint32_t nranks, std::string* error);
+  // Rank: map the inherited fd and check the header against what the
+  // launcher told us through the environment.
+  static Segment* attach(int fd, uint32_t rank, uint32_t nranks, std::string* error);
+  ~Segment();
+
+  Header* header() const { return header_; }
+  const Geometry& geometry() const { return geo_; }
+  int fd() const { return fd_; }
+  const std::string& name() const { return name_; }
+  void unlink_name();
+  void close_fd();
+
+  CtrlLine* ctrl(uint32_t context, uint32_t rank) const;
+  uint8_t* slot(uint32_t context, uint32_t rank, uint32_t half) const;
+
+ private:
+  Segment() = default;
+  Header* header_ = nullptr;
+  void* base_ = nullptr;
+  Geometry geo_{};
+  int fd_ = -1;
+  std::string name_;
+};
+
+}  // namespace nodempi::transport

@@ -1,0 +1,135 @@
+#include "core/transport/wait.h"
+
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
+#include "core/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define NODEMPI_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define NODEMPI_RELAX() asm volatile("yield" ::: "memory")
+#else
+#define NODEMPI_RELAX() std::atomic_signal_fence(std::memory_order_seq_cst)
+#endif
+
+namespace nodempi::transport {
+namespace {
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+uint32_t env_us(const char* name, uint32_t fallback_us) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback_us;
+  char* end = nullptr;
+  unsigned long x = std::strtoul(v, &end, 10);
+  return (end && *end == 0 && x < 4000000) ? uint32_t(x) : fallback_us;
+}
+
+// The futex word is the 32-bit seq; the waker wakes everyone because several
+// ranks often wait on one root.
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, long timeout_ns) {
+  timespec ts{timeout_ns / 1000000000, timeout_ns % 1000000000};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+void futex_wake_all(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+bool process_gone(int32_t pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
+
+// How long a sleeping waiter stays asleep before it looks at liveness again.
+constexpr long kSleepSliceNs = 20 * 1000 * 1000;
+
+}  // namespace
+
+WaitPolicy WaitPolicy::for_job(uint32_t nranks) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  // When ranks outnumber cores, spinning steals the core the peer needs to
+  // make progress; go straight to yielding.
+  uint32_t spin_default = (cpus > 0 && long(nranks) > cpus) ? 0 : 50;
+  WaitPolicy p;
+  p.spin_ns = env_us("NODEMPI_SPIN_US", spin_default) * 1000;
+  p.yield_ns = env_us("NODEMPI_YIELD_US", 2000) * 1000;
+  return p;
+}
+
+void post(CtrlLine* line, uint32_t value) {
+  line->seq.store(value, std::memory_order_release);
+  // Pairs with the waiter's fetch_add + re-check: either the waiter sees the
+  // new value, or we see its waiter count and wake it.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (line->waiters.load(std::memory_order_relaxed) != 0) futex_wake_all(&line->seq);
+}
+
+std::string Liveness::failure(uint32_t world_rank) const {
+  const Header* h = header_;
+  if (h->failed.load(std::memory_order_acquire)) {
+    return "the job has failed (rank " + std::to_string(h->failed_rank.load(std::memory_order_relaxed)) +
+           " ended or aborted)";
+  }
+  const RankInfo& peer = h->ranks[world_rank];
+  if (peer.exited.load(std::memory_order_acquire) != 0 ||
+      process_gone(peer.pid.load(std::memory_order_acquire))) {
+    return "rank " + std::to_string(world_rank) + " has exited while rank " + std::to_string(self_) +
+           " waits for it";
+  }
+  if (process_gone(int32_t(h->launcher_pid))) return "the launcher has exited";
+  return {};
+}
+
+void wait_for(CtrlLine* line, uint32_t target, const WaitPolicy& policy, const Liveness& live,
+              uint32_t peer_world_rank, const char* what) {
+  if (seq_reached(line->seq.load(std::memory_order_acquire), target)) return;
+
+  uint64_t start = now_ns();
+  // 1. Spin: a peer on another core usually posts within microseconds.
+  if (policy.spin_ns) {
+    for (uint32_t i = 1;; ++i) {
+      NODEMPI_RELAX();
+      if (seq_reached(line->seq.load(std::memory_order_acquire), target)) return;
+      if ((i & 63) == 0 && now_ns() - start >= policy.spin_ns) break;
+    }
+  }
+  // 2. Yield: lets an oversubscribed peer run on this core, still without
+  //    paying a futex wake-up (tens of microseconds).
+  for (uint32_t i = 1;; ++i) {
+    sched_yield();
+    if (seq_reached(line->seq.load(std::memory_order_acquire), target)) return;
+    if ((i & 15) == 0 && now_ns() - start >= uint64_t(policy.spin_ns) + policy.yield_ns) break;
+  }
+  // 3. Sleep, waking every slice to check that the peer is alive.
+  for (;;) {
+    std::string failed = live.failure(peer_world_rank);
+    if (!failed.empty()) {
+      // The peer may have posted just before it exited.
+      if (seq_reached(line->seq.load(std::memory_order_acquire), target)) return;
+      throw CoreError(ErrorClass::PROC_FAILED, std::string(what) + ": " + failed);
+    }
+    line->waiters.fetch_add(1, std::memory_order_seq_cst);
+    uint32_t seen = line->seq.load(std::memory_order_seq_cst);
+    if (seq_reached(seen, target)) {
+      line->waiters.fetch_sub(1, std::memory_order_relaxed);
+      return;
+    }
+    futex_wait(&line->seq, seen, kSleepSliceNs);
+    line->waiters.fetch_sub(1, std::memory_order_relaxed);
+    if (seq_reached(line->seq.load(std::memory_order_acquire), target)) return;
+  }
+}
+
+}  // namespace nodempi::transport

@@ -1,0 +1,46 @@
+// Waiting for a peer's control line: spin briefly, then yield, then sleep on
+// a futex, checking now and then that the peer is still alive.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/transport/segment.h"
+
+namespace nodempi::transport {
+
+// Serial-number comparison: sequence numbers wrap, differences never reach 2^31.
+inline bool seq_reached(uint32_t value, uint32_t target) { return int32_t(value - target) >= 0; }
+
+struct WaitPolicy {
+  uint32_t spin_ns;   // busy-poll this long first (0 when ranks outnumber cores)
+  uint32_t yield_ns;  // then sched_yield() this long, then futex sleeps
+  // From the job size, the number of online CPUs and the environment
+  // (NODEMPI_SPIN_US, NODEMPI_YIELD_US).
+  static WaitPolicy for_job(uint32_t nranks);
+};
+
+// Publish `value` on `line` and wake sleepers, if any.
+void post(CtrlLine* line, uint32_t value);
+
+// Liveness of the ranks a wait depends on. The header says what the launcher
+// saw; kill(pid, 0) covers the window before the launcher reaps a rank.
+class Liveness {
+ public:
+  Liveness(const Header* header, uint32_t self_world_rank)
+      : header_(header), self_(self_world_rank) {}
+  // Empty when `world_rank`, the launcher and the job are all alive;
+  // otherwise what has failed, for a PROC_FAILED message.
+  std::string failure(uint32_t world_rank) const;
+
+ private:
+  const Header* header_;
+  uint32_t self_;
+};
+
+// Block until line->seq reaches `target`. `peer_world_rank` is the rank that
+// will post it, used for the liveness check; `what` names the operation for
+// error messages.
+void wait_for(CtrlLine* line, uint32_t target, const WaitPolicy& policy, const Liveness& live,
+              uint32_t peer_world_rank, const char* what);
+
+}  // namespace nodempi::transport

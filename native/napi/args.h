@@ -1,0 +1,86 @@
+// Unwrapping arguments. lib/ has validated everything; these checks are the
+// cheap second line that keeps a bad call from touching memory it does not own.
+#pragma once
+#include <napi.h>
+
+#include <cstdint>
+#include <string>
+
+#include "napi/errors.h"
+
+namespace nodempi::napi {
+
+struct Bytes {
+  uint8_t* data;
+  size_t length;
+};
+
+inline size_t element_size(napi_typedarray_type type) {
+  switch (type) {
+    case napi_int8_array: case napi_uint8_array: case napi_uint8_clamped_array: return 1;
+    case napi_int16_array: case napi_uint16_array: return 2;
+    case napi_int32_array: case napi_uint32_array: case napi_float32_array: return 4;
+    default: return 8;  // float64, bigint64, biguint64
+  }
+}
+
+// A TypedArray or DataView, or null/undefined (an absent buffer, e.g.
+// IN_PLACE or a non-root's receive buffer).
+inline Bytes bytes_arg(const Napi::CallbackInfo& info, size_t i, const char* call, const char* what) {
+  napi_env env = info.Env();
+  napi_value v = info[i];
+  napi_valuetype t;
+  napi_typeof(env, v, &t);
+  if (t == napi_null || t == napi_undefined) return {nullptr, 0};
+  bool is = false;
+  void* data = nullptr;
+  size_t length = 0;
+  napi_is_typedarray(env, v, &is);
+  if (is) {
+    napi_typedarray_type type;
+    size_t elements = 0;
+    napi_get_typedarray_info(env, v, &type, &elements, &data, nullptr, nullptr);
+    length = elements * element_size(type);
+    return {static_cast<uint8_t*>(data), length};
+  }
+  napi_is_dataview(env, v, &is);
+  if (is) {
+    napi_get_dataview_info(env, v, &length, &data, nullptr, nullptr);
+    return {static_cast<uint8_t*>(data), length};
+  }
+  throw_mpi(env, ErrorClass::BUFFER, std::string(call) + ": " + what + " must be a TypedArray or DataView");
+}
+
+inline Bytes need_bytes(const Napi::CallbackInfo& info, size_t i, size_t needed, const char* call,
+                        const char* what) {
+  Bytes b = bytes_arg(info, i, call, what);
+  if (!b.data && needed == 0) return b;
+  if (!b.data || b.length < needed) {
+    throw_mpi(info.Env(), ErrorClass::BUFFER,
+              std::string(call) + ": " + what + " holds " + std::to_string(b.length) + " bytes, " +
+                  std::to_string(needed) + " needed");
+  }
+  return b;
+}
+
+inline double number_arg(const Napi::CallbackInfo& info, size_t i) {
+  double d = 0;
+  napi_get_value_double(info.Env(), info[i], &d);
+  return d;
+}
+
+inline size_t size_arg(const Napi::CallbackInfo& info, size_t i, const char* call, const char* what) {
+  double d = number_arg(info, i);
+  if (!(d >= 0) || d != double(size_t(d))) {
+    throw_mpi(info.Env(), ErrorClass::COUNT, std::string(call) + ": " + what + " must be a non-negative integer");
+  }
+  return size_t(d);
+}
+
+inline uint32_t u32_arg(const Napi::CallbackInfo& info, size_t i) {
+  uint32_t v = 0;
+  napi_get_value_uint32(info.Env(), info[i], &v);
+  return v;
+}
+
+}  // namespace nodempi::napi

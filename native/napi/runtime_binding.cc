@@ -1,0 +1,86 @@
+// init / finalize / abort and the error factory.
+#include <signal.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "core/kernels/kernels.h"
+#include "napi/args.h"
+#include "napi/state.h"
+
+namespace nodempi::napi {
+namespace {
+
+// setErrorFactory(fn): fn(errorClass, message) returns an MPIError.
+void SetErrorFactory(const Napi::CallbackInfo& info) {
+  State::of(info.Env()).make_error = Napi::Persistent(info[0].As<Napi::Function>());
+}
+
+// init(rank, size, fd): fd < 0 means a singleton (no launcher). Returns
+// nothing; the TS layer already knows rank and size.
+void Init(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  State& st = State::of(env);
+  if (st.initialized) return;
+  uint32_t rank = u32_arg(info, 0), size = u32_arg(info, 1);
+  int32_t fd = info[2].As<Napi::Number>().Int32Value();
+  if (fd >= 0) {
+    std::string error;
+    st.segment.reset(transport::Segment::attach(fd, rank, size, &error));
+    if (!st.segment) throw_mpi(env, ErrorClass::INTERN, "init: cannot attach the job's shared memory: " + error);
+  } else if (size != 1 || rank != 0) {
+    throw_mpi(env, ErrorClass::INTERN, "init: a world of several ranks needs the segment from the launcher");
+  }
+  st.world_rank = rank;
+  st.world_size = size;
+  std::vector<uint32_t> world(size);
+  for (uint32_t r = 0; r < size; ++r) world[r] = r;
+  st.contexts.clear();
+  st.contexts.emplace_back(new coll::Context(st.segment.get(), 0, rank, world));
+  st.contexts.emplace_back(new coll::Context(nullptr, 0, 0, std::vector<uint32_t>{rank}));
+  st.initialized = true;
+}
+
+void Finalize(const Napi::CallbackInfo& info) {
+  State& st = State::of(info.Env());
+  st.contexts.clear();
+  st.segment.reset();
+  st.finalized = true;
+}
+
+// abort(): marks the job failed, so peers blocked in a collective stop
+// waiting, and ends the other ranks. The caller then exits with its code.
+void Abort(const Napi::CallbackInfo& info) {
+  State& st = State::of(info.Env());
+  if (!st.segment) return;
+  transport::Header* h = st.segment->header();
+  h->failed_rank.store(int32_t(st.world_rank), std::memory_order_relaxed);
+  h->failed.store(1, std::memory_order_release);
+  for (uint32_t r = 0; r < st.world_size; ++r) {
+    int32_t pid = h->ranks[r].pid.load(std::memory_order_acquire);
+    // In thread mode every rank shares this process: the launcher ends them.
+    if (r != st.world_rank && pid > 0 && pid != getpid()) kill(pid, SIGTERM);
+  }
+}
+
+Napi::Value KernelIsa(const Napi::CallbackInfo& info) {
+  return Napi::String::New(info.Env(), kernels::active_isa());
+}
+
+Napi::Value SelectKernelIsa(const Napi::CallbackInfo& info) {
+  std::string name = info[0].As<Napi::String>();
+  return Napi::Boolean::New(info.Env(), kernels::select_isa(name.c_str()));
+}
+
+}  // namespace
+
+void register_runtime(Napi::Env env, Napi::Object exports) {
+  exports.Set("setErrorFactory", Napi::Function::New(env, SetErrorFactory, "setErrorFactory"));
+  exports.Set("init", Napi::Function::New(env, Init, "init"));
+  exports.Set("finalize", Napi::Function::New(env, Finalize, "finalize"));
+  exports.Set("abort", Napi::Function::New(env, Abort, "abort"));
+  exports.Set("kernelIsa", Napi::Function::New(env, KernelIsa, "kernelIsa"));
+  exports.Set("selectKernelIsa", Napi::Function::New(env, SelectKernelIsa, "selectKernelIsa"));
+}
+
+}  // namespace nodempi::napi

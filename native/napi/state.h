@@ -1,0 +1,34 @@
+// Per-environment addon state: each Node environment (the main thread, or a
+// worker thread in thread mode) is its own rank with its own attachment.
+#pragma once
+#include <napi.h>
+
+#include <memory>
+#include <vector>
+
+#include "core/coll/context.h"
+#include "core/transport/segment.h"
+
+namespace nodempi::napi {
+
+struct State {
+  std::unique_ptr<transport::Segment> segment;  // null for a singleton
+  uint32_t world_rank = 0;
+  uint32_t world_size = 1;
+  bool initialized = false;
+  bool finalized = false;
+  // Communicator contexts by handle; 0 is COMM_WORLD, 1 is COMM_SELF.
+  std::vector<std::unique_ptr<coll::Context>> contexts;
+  // Segments the launcher created, by handle.
+  std::vector<std::unique_ptr<transport::Segment>> launched;
+  Napi::FunctionReference make_error;  // (errorClass, message) => MPIError
+
+  static State& of(Napi::Env env) { return *env.GetInstanceData<State>(); }
+};
+
+void register_runtime(Napi::Env env, Napi::Object exports);
+void register_comm(Napi::Env env, Napi::Object exports);
+void register_launcher(Napi::Env env, Napi::Object exports);
+void register_local(Napi::Env env, Napi::Object exports);
+
+}  // namespace nodempi::napi
