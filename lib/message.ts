@@ -40,6 +40,8 @@ const inferred = new Map<unknown, Datatype>([
 ]);
 
 function inferType(view: ArrayBufferView): Datatype {
+  const direct = inferred.get(view.constructor);
+  if (direct) return direct;
   let proto: unknown = Object.getPrototypeOf(view);
   // Subclasses such as Buffer infer like their base class.
   while (proto) {

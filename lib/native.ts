@@ -48,6 +48,9 @@ export const packageRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 function load(): NativeAddon {
   const require = createRequire(import.meta.url);
+  // A specific build (e.g. the sanitizer build in build-asan/) for testing.
+  const override = process.env.NODEMPI_ADDON;
+  if (override) return require(override) as NativeAddon;
   try {
     // node-gyp-build has no types; it looks in build/Release, then prebuilds/.
     const nodeGypBuild = require('node-gyp-build') as (dir: string) => NativeAddon;

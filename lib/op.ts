@@ -67,8 +67,7 @@ export class Op {
 export function checkOp(op: unknown, dt: Datatype, call: string): Op {
   if (!(op instanceof Op)) fail('ERR_OP', call, `op must be an Op (e.g. Op.SUM), got ${op === null ? 'null' : typeof op}`);
   if (op.freed) fail('ERR_OP', call, `op ${op.name} has been freed`);
-  const cats = allowed[op.name];
-  if (op.id >= 0 && (!cats || !cats.includes(dt.category))) {
+  if (op.id >= 0 && !allowed[op.name]?.includes(dt.category)) {
     const why = op.name === 'REPLACE' || op.name === 'NO_OP' ? ' (it is only for one-sided accumulate)' : '';
     fail('ERR_OP', call, `op ${op.name} is not defined for datatype ${dt.name}${why}`);
   }

@@ -1,5 +1,4 @@
 #include <cstring>
-#include <vector>
 
 #include "core/coll/fold.h"
 
@@ -17,9 +16,9 @@ void allreduce_flat(Context& c, const uint8_t* in, uint8_t* out, size_t count, c
   if (count) std::memcpy(c.slot(me, s), in, count * op.item);
   c.post(s);
   c.wait_all(s, "allreduce");
-  std::vector<const uint8_t*> src(n);
+  const uint8_t* src[transport::kMaxRanks];
   for (uint32_t r = 0; r < n; ++r) src[r] = c.slot(r, s);
-  fold(op, src.data(), n, out, count);
+  fold(op, src, n, out, count);
 }
 
 // allreduce_sliced (large): reduce-scatter then allgather, per chunk of at
@@ -32,7 +31,7 @@ void allreduce_flat(Context& c, const uint8_t* in, uint8_t* out, size_t count, c
 void allreduce_sliced(Context& c, const uint8_t* in, uint8_t* out, size_t count, const Combiner& op) {
   const uint32_t n = c.size(), me = c.rank();
   const size_t item = op.item, per_round = c.half_bytes() / item;
-  std::vector<const uint8_t*> src(n);
+  const uint8_t* src[transport::kMaxRanks];
   for (size_t first = 0; first < count; first += per_round) {
     size_t m = std::min(per_round, count - first);
     uint32_t s = c.next_phase();
@@ -44,7 +43,7 @@ void allreduce_sliced(Context& c, const uint8_t* in, uint8_t* out, size_t count,
     Slice mine = slice_of(m, n, me);
     for (uint32_t r = 0; r < n; ++r) src[r] = c.slot(r, s) + mine.lo * item;
     uint32_t t = c.next_phase();  // peers have posted t-1 = s: the other half is free
-    fold(op, src.data(), n, c.slot(me, t), mine.len);
+    fold(op, src, n, c.slot(me, t), mine.len);
     c.post(t);
     for (uint32_t i = 0; i < n; ++i) {
       uint32_t r = (me + i) % n;

@@ -1,5 +1,4 @@
 #include <cstring>
-#include <vector>
 
 #include "core/coll/fold.h"
 
@@ -19,9 +18,9 @@ void reduce_flat(Context& c, const uint8_t* in, uint8_t* out, size_t count, cons
   c.post(s);
   if (me != root) return;
   c.wait_all(s, "reduce");
-  std::vector<const uint8_t*> src(n);
+  const uint8_t* src[transport::kMaxRanks];
   for (uint32_t r = 0; r < n; ++r) src[r] = c.slot(r, s);
-  fold(op, src.data(), n, out, count);
+  fold(op, src, n, out, count);
 }
 
 // reduce_sliced (large): for each chunk of at most one half:
@@ -33,7 +32,7 @@ void reduce_sliced(Context& c, const uint8_t* in, uint8_t* out, size_t count, co
                    uint32_t root) {
   const uint32_t n = c.size(), me = c.rank();
   const size_t item = op.item, per_round = c.half_bytes() / item;
-  std::vector<const uint8_t*> src(n);
+  const uint8_t* src[transport::kMaxRanks];
   for (size_t first = 0; first < count; first += per_round) {
     size_t m = std::min(per_round, count - first);
     uint32_t s = c.next_phase();
@@ -45,7 +44,7 @@ void reduce_sliced(Context& c, const uint8_t* in, uint8_t* out, size_t count, co
     Slice mine = slice_of(m, n, me);
     for (uint32_t r = 0; r < n; ++r) src[r] = c.slot(r, s) + mine.lo * item;
     uint32_t t = c.next_phase();  // peers have posted t-1 = s: the other half is free
-    fold(op, src.data(), n, c.slot(me, t), mine.len);
+    fold(op, src, n, c.slot(me, t), mine.len);
     c.post(t);
     if (me != root) continue;
     for (uint32_t r = 0; r < n; ++r) {

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -30,6 +31,13 @@ Geometry Geometry::for_ranks(uint32_t nranks) {
   // Large enough that a pipelined 1 MiB message takes few rounds, small
   // enough that both halves of every rank stay in a shared L2/L3 slice.
   g.half_bytes = nranks <= 8 ? 256 * 1024 : nranks <= 32 ? 64 * 1024 : 16 * 1024;
+  // NODEMPI_SLOT_KB overrides it for tuning, and lets tests cover the
+  // chunked paths with small messages. The launcher passes its environment
+  // on, so it and the ranks agree.
+  if (const char* kb = std::getenv("NODEMPI_SLOT_KB")) {
+    unsigned long v = std::strtoul(kb, nullptr, 10);
+    if (v >= 4 && v <= 64 * 1024) g.half_bytes = v * 1024;
+  }
   g.ctrl_offset = round_up(sizeof(Header), kPage);
   size_t ctrl_bytes = sizeof(CtrlLine) * size_t(kContexts) * nranks;
   g.slots_offset = round_up(g.ctrl_offset + ctrl_bytes, kPage);
