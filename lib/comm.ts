@@ -7,7 +7,7 @@ import type { Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
 import { resolve, resolveBlocks, type Msg, type Resolved } from './message.js';
 import { native } from './native.js';
-import { checkOp, Op } from './op.js';
+import { checkOp, Op, userOpSpec } from './op.js';
 import { ensureInit } from './runtime.js';
 
 type SendSpec = Msg | typeof IN_PLACE;
@@ -133,11 +133,11 @@ export class Comm {
       const s = send === IN_PLACE ? null : resolve('reduce', 'send buffer', send);
       if (s) sameItems('reduce', s, r);
       checkOp(op, r.type, 'reduce');
-      native.reduce(h, s && s.view, r.view, r.count, r.type.basic, op.id, root);
+      native.reduce(h, s && s.view, r.view, r.count, r.type.basic, op.id, root, userOpSpec(op, r.type));
     } else {
       const s = resolve('reduce', 'send buffer', notInPlace('reduce', 'send buffer', send, 'the root'));
       checkOp(op, s.type, 'reduce');
-      native.reduce(h, s.view, null, s.count, s.type.basic, op.id, root);
+      native.reduce(h, s.view, null, s.count, s.type.basic, op.id, root, userOpSpec(op, s.type));
     }
   }
 
@@ -148,7 +148,7 @@ export class Comm {
     const s = send === IN_PLACE ? null : resolve('allreduce', 'send buffer', send);
     if (s) sameItems('allreduce', s, r);
     checkOp(op, r.type, 'allreduce');
-    native.allreduce(h, s && s.view, r.view, r.count, r.type.basic, op.id);
+    native.allreduce(h, s && s.view, r.view, r.count, r.type.basic, op.id, userOpSpec(op, r.type));
   }
 
   #checkRoot(call: string, root: unknown): void {

@@ -42,8 +42,9 @@ export class MPIError extends Error {
   }
 
   /** Builds an MPIError from a class number (used by the native addon). */
-  static fromClass(errorClass: number, message: string): MPIError {
-    return new MPIError(codeByClass.get(errorClass) ?? 'ERR_INTERN', message);
+  static fromClass(errorClass: number, message: string, cause?: unknown): MPIError {
+    const code = codeByClass.get(errorClass) ?? 'ERR_INTERN';
+    return cause === undefined ? new MPIError(code, message) : new MPIError(code, message, { cause });
   }
 }
 

@@ -10,6 +10,7 @@ export { COMM_SELF, COMM_WORLD, abort, init } from './world.js';
 export { finalize, isFinalized, isInitialized, wtick, wtime } from './runtime.js';
 export { Datatype } from './datatype.js';
 export { Op } from './op.js';
+export type { TypedArray, UserFunction } from './op.js';
 export { reduceLocal, reduceLocals } from './local.js';
 export { MPIError, ErrorClasses } from './errors.js';
 export type { ErrorCode } from './errors.js';

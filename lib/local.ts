@@ -6,7 +6,7 @@ import { IN_PLACE } from './constants.js';
 import { fail } from './errors.js';
 import { resolve, type Msg, type Resolved } from './message.js';
 import { native } from './native.js';
-import { checkOp, Op } from './op.js';
+import { checkOp, Op, userOpSpec } from './op.js';
 
 /** MPI_Reduce_local: `inoutbuf = inbuf op inoutbuf`, elementwise. */
 export function reduceLocal(inbuf: Msg, inoutbuf: Msg, op: Op): void {
@@ -14,7 +14,7 @@ export function reduceLocal(inbuf: Msg, inoutbuf: Msg, op: Op): void {
   const a = resolve('reduceLocal', 'inbuf', inbuf);
   matches('reduceLocal', 'inbuf', a, io);
   checkOp(op, io.type, 'reduceLocal');
-  native.reduceLocals(a.view, io.view, io.view, io.count, io.type.basic, op.id);
+  native.reduceLocals(a.view, io.view, io.view, io.count, io.type.basic, op.id, userOpSpec(op, io.type));
 }
 
 /**
@@ -29,7 +29,7 @@ export function reduceLocals(inbuf: Msg | typeof IN_PLACE, argbuf: Msg | typeof 
   matches('reduceLocals', 'inbuf', a, io);
   matches('reduceLocals', 'argbuf', b, io);
   checkOp(op, io.type, 'reduceLocals');
-  native.reduceLocals(a.view, b.view, io.view, io.count, io.type.basic, op.id);
+  native.reduceLocals(a.view, b.view, io.view, io.count, io.type.basic, op.id, userOpSpec(op, io.type));
 }
 
 function matches(call: string, what: string, m: Resolved, io: Resolved): void {

@@ -7,10 +7,12 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import type { UserOpSpec } from './op.js';
+
 type View = ArrayBufferView;
 
 export interface NativeAddon {
-  setErrorFactory(make: (errorClass: number, message: string) => Error): void;
+  setErrorFactory(make: (errorClass: number, message: string, cause?: unknown) => Error): void;
   /** Attach to the job (fd from the launcher) or start a singleton (fd -1). */
   init(rank: number, size: number, fd: number): void;
   finalize(): void;
@@ -26,11 +28,13 @@ export interface NativeAddon {
   scatter(comm: number, send: View | null, recv: View | null, bytes: number, root: number): void;
   allgather(comm: number, send: View | null, recv: View, bytes: number): void;
   alltoall(comm: number, send: View | null, recv: View, bytes: number): void;
-  reduce(comm: number, send: View | null, recv: View | null, count: number, type: number, op: number, root: number): void;
-  allreduce(comm: number, send: View | null, recv: View, count: number, type: number, op: number): void;
+  /** op -1 is a user-defined op described by `user`. */
+  reduce(comm: number, send: View | null, recv: View | null, count: number, type: number, op: number, root: number,
+    user?: UserOpSpec): void;
+  allreduce(comm: number, send: View | null, recv: View, count: number, type: number, op: number, user?: UserOpSpec): void;
 
-  /** out = a op b over `count` items of basic type `type`. */
-  reduceLocals(a: View, b: View, out: View, count: number, type: number, op: number): void;
+  /** out = a op b over `count` items of basic type `type` (or of a user op). */
+  reduceLocals(a: View, b: View, out: View, count: number, type: number, op: number, user?: UserOpSpec): void;
 
   segmentCreate(nranks: number): { handle: number; fd: number; name: string; bytes: number };
   segmentUnlink(handle: number): void;

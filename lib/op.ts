@@ -2,8 +2,21 @@
  * Reduction operations (MPI_Op): the predefined ones run in native kernels;
  * which datatypes each accepts follows MPI 4.1's table.
  */
-import { fail } from './errors.js';
-import type { Category, Datatype } from './datatype.js';
+import { BasicType, type Category, type Datatype } from './datatype.js';
+import { describe, fail } from './errors.js';
+
+/** Every TypedArray kind a user function may receive. */
+export type TypedArray =
+  | Int8Array | Uint8Array | Int16Array | Uint16Array | Int32Array | Uint32Array
+  | Float32Array | Float64Array | BigInt64Array | BigUint64Array;
+
+/**
+ * A user-defined reduction: computes `inoutvec[i] = invec[i] op inoutvec[i]`
+ * for `len` items of `datatype`. It may be called several times on chunks.
+ */
+export type UserFunction = (
+  invec: TypedArray | DataView, inoutvec: TypedArray | DataView, len: number, datatype: Datatype,
+) => void;
 
 const allowed: Record<string, readonly Category[]> = {
   MAX: ['cint', 'fint', 'float', 'multi'],
@@ -30,11 +43,26 @@ export class Op {
   readonly commutative: boolean;
   #freed = false;
 
+  /** @internal The function of a user-defined op (id -1). */
+  readonly fn: UserFunction | undefined;
+
   /** @internal */
-  constructor(id: number, name: string, commutative: boolean) {
+  constructor(id: number, name: string, commutative: boolean, fn?: UserFunction) {
     this.id = id;
     this.name = name;
     this.commutative = commutative;
+    this.fn = fn;
+  }
+
+  /**
+   * MPI_Op_create: a reduction computed by `fn` in JavaScript. Commutative
+   * ops may be applied in any order; non-commutative ones always combine in
+   * ascending rank order. There is no limit on how many exist at once.
+   */
+  static create(fn: UserFunction, commute = true): Op {
+    if (typeof fn !== 'function') fail('ERR_ARG', 'Op.create', `fn must be a function, got ${describe(fn)}`);
+    if (typeof commute !== 'boolean') fail('ERR_ARG', 'Op.create', `commute must be a boolean, got ${describe(commute)}`);
+    return new Op(-1, fn.name ? `user:${fn.name}` : 'user', commute, fn);
   }
 
   get freed(): boolean { return this.#freed; }
@@ -42,6 +70,7 @@ export class Op {
   /** MPI_Op_free. Predefined ops cannot be freed. */
   free(): void {
     if (this.id >= 0) fail('ERR_OP', 'Op.free', `predefined op ${this.name} cannot be freed`);
+    if (this.#freed) fail('ERR_OP', 'Op.free', `op ${this.name} has already been freed`);
     this.#freed = true;
   }
 
@@ -72,4 +101,27 @@ export function checkOp(op: unknown, dt: Datatype, call: string): Op {
     fail('ERR_OP', call, `op ${op.name} is not defined for datatype ${dt.name}${why}`);
   }
   return op;
+}
+
+// napi_typedarray_type of the TypedArray a user function sees for a basic
+// type; -1 for DataView (no JS counterpart: long double, complex, pairs,
+// LOGICAL).
+const viewKind: Partial<Record<BasicType, number>> = {
+  [BasicType.I8]: 0, [BasicType.U8]: 1, [BasicType.BYTE]: 1, [BasicType.BOOL]: 1,
+  [BasicType.I16]: 3, [BasicType.U16]: 4, [BasicType.I32]: 5, [BasicType.U32]: 6,
+  [BasicType.F32]: 7, [BasicType.F64]: 8, [BasicType.I64]: 9, [BasicType.U64]: 10,
+};
+
+/** @internal What the addon needs to call a user op on items of `dt`. */
+export interface UserOpSpec {
+  fn: UserFunction;
+  datatype: Datatype;
+  kind: number;
+  item: number;
+}
+
+/** @internal */
+export function userOpSpec(op: Op, dt: Datatype): UserOpSpec | undefined {
+  if (op.id >= 0) return undefined;
+  return { fn: op.fn!, datatype: dt, kind: viewKind[dt.basic] ?? -1, item: dt.extent };
 }

@@ -8,7 +8,7 @@ import { native } from './native.js';
 let initialized = false;
 let finalized = false;
 
-native.setErrorFactory((errorClass, message) => MPIError.fromClass(errorClass, message));
+native.setErrorFactory((errorClass, message, cause) => MPIError.fromClass(errorClass, message, cause));
 
 /** The rank, size and segment descriptor the launcher passed, or a singleton. */
 export function jobEnvironment(env: NodeJS.ProcessEnv = process.env): { rank: number; size: number; fd: number } {

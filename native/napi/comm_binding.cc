@@ -1,10 +1,12 @@
 // Collective entry points: unwrap, re-check sizes cheaply, run the core
 // algorithm on the calling thread, map core errors to MPIError.
+#include <optional>
 #include <string>
 
 #include "core/coll/coll.h"
 #include "napi/args.h"
 #include "napi/state.h"
+#include "napi/user_op.h"
 
 namespace nodempi::napi {
 namespace {
@@ -24,7 +26,14 @@ uint32_t root_arg(const Napi::CallbackInfo& info, size_t i, const coll::Context&
   return root;
 }
 
-coll::Combiner combiner_arg(const Napi::CallbackInfo& info, size_t type_i, size_t op_i, const char* call) {
+// The op argument: a predefined op number, or -1 with a user-op spec in
+// argument `user_i` (lib/op.ts builds it).
+coll::Combiner combiner_arg(const Napi::CallbackInfo& info, size_t type_i, size_t op_i, size_t user_i,
+                            std::optional<UserOp>& user, const char* call) {
+  if (info[op_i].As<Napi::Number>().Int32Value() < 0) {
+    user.emplace(info.Env(), info[user_i].As<Napi::Object>());
+    return user->combiner();
+  }
   uint32_t type = u32_arg(info, type_i), op = u32_arg(info, op_i);
   kernels::ReduceFn fn = nullptr;
   if (type < uint32_t(kernels::TypeId::COUNT) && op < uint32_t(kernels::OpId::COUNT)) {
@@ -102,30 +111,38 @@ void Alltoall(const Napi::CallbackInfo& info) {
   run(info.Env(), [&] { coll::alltoall(c, send.data, recv.data, bytes); });
 }
 
-// reduce(h, send|null, recv|null, count, type, op, root)
+// reduce(h, send|null, recv|null, count, type, op, root, user?)
 void Reduce(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "reduce");
   size_t count = size_arg(info, 3, "reduce", "count");
-  coll::Combiner op = combiner_arg(info, 4, 5, "reduce");
+  std::optional<UserOp> user;
+  coll::Combiner op = combiner_arg(info, 4, 5, 7, user, "reduce");
   uint32_t root = root_arg(info, 6, c, "reduce");
   bool at_root = c.rank() == root;
   size_t bytes = count * op.item;
   Bytes send = bytes_arg(info, 1, "reduce", "send buffer");
   if (send.data || !at_root) need_bytes(info, 1, bytes, "reduce", "send buffer");
   Bytes recv = at_root ? need_bytes(info, 2, bytes, "reduce", "receive buffer") : Bytes{nullptr, 0};
-  run(info.Env(), [&] { coll::reduce(c, send.data, recv.data, count, op, root); });
+  run(info.Env(), [&] {
+    coll::reduce(c, send.data, recv.data, count, op, root);
+    if (user) user->settle(c, "reduce");
+  });
 }
 
-// allreduce(h, send|null, recv, count, type, op)
+// allreduce(h, send|null, recv, count, type, op, user?)
 void Allreduce(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "allreduce");
   size_t count = size_arg(info, 3, "allreduce", "count");
-  coll::Combiner op = combiner_arg(info, 4, 5, "allreduce");
+  std::optional<UserOp> user;
+  coll::Combiner op = combiner_arg(info, 4, 5, 6, user, "allreduce");
   size_t bytes = count * op.item;
   Bytes send = bytes_arg(info, 1, "allreduce", "send buffer");
   if (send.data) need_bytes(info, 1, bytes, "allreduce", "send buffer");
   Bytes recv = need_bytes(info, 2, bytes, "allreduce", "receive buffer");
-  run(info.Env(), [&] { coll::allreduce(c, send.data, recv.data, count, op); });
+  run(info.Env(), [&] {
+    coll::allreduce(c, send.data, recv.data, count, op);
+    if (user) user->settle(c, "allreduce");
+  });
 }
 
 // commInfo(h) -> [rank, size]

@@ -10,10 +10,12 @@
 
 namespace nodempi::napi {
 
-inline Napi::Error mpi_error(Napi::Env env, ErrorClass cls, const std::string& message) {
+inline Napi::Error mpi_error(Napi::Env env, ErrorClass cls, const std::string& message,
+                             Napi::Value cause = Napi::Value()) {
   State& st = State::of(env);
   if (!st.make_error.IsEmpty()) {
-    Napi::Value err = st.make_error.Call({Napi::Number::New(env, int(cls)), Napi::String::New(env, message)});
+    Napi::Value err = st.make_error.Call({Napi::Number::New(env, int(cls)), Napi::String::New(env, message),
+                                          cause.IsEmpty() ? env.Undefined() : cause});
     if (err.IsObject()) return Napi::Error(env, err);
   }
   return Napi::Error::New(env, message);

@@ -1,10 +1,12 @@
 // reduceLocal and reduceLocals: the collective kernels applied to local
 // buffers, with no extra copy.
 #include <string>
+#include <vector>
 
 #include "core/kernels/kernels.h"
 #include "napi/args.h"
 #include "napi/state.h"
+#include "napi/user_op.h"
 
 namespace nodempi::napi {
 namespace {
@@ -19,10 +21,30 @@ kernels::ReduceFn kernel_arg(const Napi::CallbackInfo& info, size_t type_i, size
   return fn;
 }
 
-// reduceLocals(a, b, out, count, type, op): out = a op b. `a` and `b` may be
-// the same view as `out` (IN_PLACE) or as each other.
+// reduceLocals(a, b, out, count, type, op, user?): out = a op b. `a` and `b`
+// may be the same view as `out` (IN_PLACE) or as each other. op -1 is a
+// user-defined op described by `user`.
 void ReduceLocals(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
   size_t count = size_arg(info, 3, "reduceLocals", "count");
+  if (info[5].As<Napi::Number>().Int32Value() < 0) {
+    UserOp user(env, info[6].As<Napi::Object>());
+    size_t bytes = count * user.combiner().item;
+    Bytes a = need_bytes(info, 0, bytes, "reduceLocals", "inbuf");
+    Bytes b = need_bytes(info, 1, bytes, "reduceLocals", "argbuf");
+    Bytes out = need_bytes(info, 2, bytes, "reduceLocals", "inoutbuf");
+    // The function combines into `out` after `b` is copied there; an `a`
+    // that is `out` itself must be saved first.
+    std::vector<uint8_t> saved;
+    const void* in = a.data;
+    if (a.data == out.data && b.data != out.data && bytes) {
+      saved.assign(a.data, a.data + bytes);
+      in = saved.data();
+    }
+    user.combiner().apply(in, b.data, out.data, count);
+    if (user.failed()) throw Napi::Error(env, user.error());
+    return;
+  }
   kernels::ReduceFn fn = kernel_arg(info, 4, 5, "reduceLocals");
   size_t bytes = count * kernels::type_size(kernels::TypeId(u32_arg(info, 4)));
   Bytes a = need_bytes(info, 0, bytes, "reduceLocals", "inbuf");

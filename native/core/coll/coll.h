@@ -2,6 +2,7 @@
 // TypeScript layer has already checked sizes, counts and roots. A null send
 // buffer means MPI_IN_PLACE (the data is in the receive buffer).
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -10,12 +11,32 @@
 
 namespace nodempi::coll {
 
-// How to combine items: `fn(a, b, out, n)` computes out = a op b with `a`
-// from the lower rank; `item` is the byte size of one item.
+// How to combine items: out = a op b over n items, `a` from the lower rank.
+// A predefined op is a kernel; a user-defined one is a callback with its own
+// context (the N-API layer calls into JS from it). `item` is the byte size of
+// one item.
 struct Combiner {
-  kernels::ReduceFn fn;
-  size_t item;
+  kernels::ReduceFn fn = nullptr;
+  size_t item = 0;
+  void (*user)(void* ctx, const void* a, const void* b, void* out, size_t n) = nullptr;
+  void* ctx = nullptr;
+
+  void apply(const void* a, const void* b, void* out, size_t n) const {
+    if (user) {
+      user(ctx, a, b, out, n);
+    } else {
+      fn(a, b, out, n);
+    }
+  }
+  // Items per call: kernels work on blocks that stay in L1; a callback
+  // gets as much as possible per call, since each call has a fixed cost.
+  size_t block_items() const { return user ? SIZE_MAX : std::max<size_t>(1, 16384 / item); }
 };
+
+// The last phase of a collective whose local work can fail (a user op that
+// throws): every rank publishes whether it succeeded and learns the lowest
+// rank that did not, or -1. Costs one phase, so it runs only when needed.
+int verdict(Context& c, bool ok);
 
 void barrier(Context& c);
 void bcast(Context& c, void* buf, size_t bytes, uint32_t root);

@@ -20,11 +20,11 @@ inline void fold(const Combiner& op, const uint8_t* const* src, uint32_t n, uint
     if (count) std::memcpy(out, src[0], count * item);
     return;
   }
-  const size_t block = std::max<size_t>(1, 16384 / item);
+  const size_t block = op.block_items();
   for (size_t i = 0; i < count; i += block) {
     size_t m = std::min(block, count - i), at = i * item;
-    op.fn(src[n - 2] + at, src[n - 1] + at, out + at, m);
-    for (uint32_t r = n - 2; r-- > 0;) op.fn(src[r] + at, out + at, out + at, m);
+    op.apply(src[n - 2] + at, src[n - 1] + at, out + at, m);
+    for (uint32_t r = n - 2; r-- > 0;) op.apply(src[r] + at, out + at, out + at, m);
   }
 }
 
