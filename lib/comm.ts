@@ -5,7 +5,7 @@
 import { IN_PLACE } from './constants.js';
 import type { Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
-import { resolve, resolveBlocks, type Msg, type Resolved } from './message.js';
+import { resolve, resolveBlocks, resolveV, resolveW, type Msg, type Resolved, type VMsg, type WMsg } from './message.js';
 import { native } from './native.js';
 import { checkOp, Op, userOpSpec } from './op.js';
 import { ensureInit } from './runtime.js';
@@ -151,6 +151,137 @@ export class Comm {
     native.allreduce(h, s && s.view, r.view, r.count, r.type.basic, op.id, userOpSpec(op, r.type));
   }
 
+  /**
+   * MPI_Gatherv: rank r's `send` lands at `displs[r]` (items; packed in rank
+   * order when omitted) of `recv` at the root. `recv` matters only at the root.
+   */
+  gatherv(send: SendSpec, recv: VMsg | null, root = 0): void {
+    const h = this.handle;
+    this.#checkRoot('gatherv', root);
+    if (this.#rank === root) {
+      const r = resolveV('gatherv', 'receive spec', recv, this.#size);
+      const s = send === IN_PLACE ? null : resolve('gatherv', 'send buffer', send);
+      if (s) sameBytes('gatherv', s, blockOf(r, root));
+      native.gatherv(h, s && s.view, s ? s.bytes : 0, r.view, r.bytes, r.displs, root);
+    } else {
+      const s = resolve('gatherv', 'send buffer', notInPlace('gatherv', 'send buffer', send, 'the root'));
+      native.gatherv(h, s.view, s.bytes, null, null, null, root);
+    }
+  }
+
+  /**
+   * MPI_Scatterv: the block at `displs[r]` of `send` at the root goes to
+   * rank r's `recv`. `send` matters only at the root.
+   */
+  scatterv(send: VMsg | null, recv: SendSpec, root = 0): void {
+    const h = this.handle;
+    this.#checkRoot('scatterv', root);
+    if (this.#rank === root) {
+      const sv = resolveV('scatterv', 'send spec', send, this.#size);
+      const r = recv === IN_PLACE ? null : resolve('scatterv', 'receive buffer', recv);
+      if (r) sameBytes('scatterv', blockOf(sv, root), r);
+      native.scatterv(h, sv.view, sv.bytes, sv.displs, r && r.view, r ? r.bytes : 0, root);
+    } else {
+      const r = resolve('scatterv', 'receive buffer', notInPlace('scatterv', 'receive buffer', recv, 'the root'));
+      native.scatterv(h, null, null, null, r.view, r.bytes, root);
+    }
+  }
+
+  /** MPI_Allgatherv: every rank's `send` lands at `displs[r]` of every rank's `recv`. */
+  allgatherv(send: SendSpec, recv: VMsg): void {
+    const h = this.handle;
+    const r = resolveV('allgatherv', 'receive spec', recv, this.#size);
+    const s = send === IN_PLACE ? null : resolve('allgatherv', 'send buffer', send);
+    if (s) sameBytes('allgatherv', s, blockOf(r, this.#rank));
+    native.allgatherv(h, s && s.view, s ? s.bytes : 0, r.view, r.bytes, r.displs);
+  }
+
+  /** MPI_Alltoallv: block j of rank i's `send` becomes block i of rank j's `recv`. */
+  alltoallv(send: VMsg | typeof IN_PLACE, recv: VMsg): void {
+    const h = this.handle;
+    const r = resolveV('alltoallv', 'receive spec', recv, this.#size);
+    const s = send === IN_PLACE ? null : resolveV('alltoallv', 'send spec', send, this.#size);
+    native.alltoallv(h, s && s.view, s && s.bytes, s && s.displs, r.view, r.bytes, r.displs);
+  }
+
+  /**
+   * MPI_Alltoallw: as alltoallv, with byte displacements and a datatype per
+   * block.
+   */
+  alltoallw(send: WMsg | typeof IN_PLACE, recv: WMsg): void {
+    const h = this.handle;
+    const r = resolveW('alltoallw', 'receive spec', recv, this.#size);
+    const s = send === IN_PLACE ? null : resolveW('alltoallw', 'send spec', send, this.#size);
+    native.alltoallv(h, s && s.view, s && s.bytes, s && s.displs, r.view, r.bytes, r.displs);
+  }
+
+  /**
+   * MPI_Reduce_scatter: the vector of sum(recvcounts) items is combined with
+   * `op` over all ranks and rank r receives the r-th block of recvcounts[r]
+   * items. With IN_PLACE the input is read from `recv`.
+   */
+  reduceScatter(send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): void {
+    const h = this.handle;
+    const counts = countList('reduceScatter', recvcounts, this.#size);
+    const total = counts.reduce((a, b) => a + b, 0);
+    const r = resolve('reduceScatter', 'receive buffer', recv);
+    const need = send === IN_PLACE ? total : counts[this.#rank]!;
+    if (r.count < need) {
+      fail('ERR_BUFFER', 'reduceScatter', `receive buffer holds ${r.count} × ${r.type.name}, ${need} needed`);
+    }
+    const s = send === IN_PLACE ? null : resolve('reduceScatter', 'send buffer', send);
+    if (s) {
+      if (!sameType(s.type, r.type)) fail('ERR_TYPE', 'reduceScatter', `send datatype ${s.type.name} differs from receive datatype ${r.type.name}`);
+      if (s.count !== total) fail('ERR_COUNT', 'reduceScatter', `send buffer holds ${s.count} items but recvcounts add up to ${total}`);
+    }
+    checkOp(op, r.type, 'reduceScatter');
+    native.reduceScatter(h, s && s.view, r.view, Float64Array.from(counts), r.type.basic, op.id, userOpSpec(op, r.type));
+  }
+
+  /**
+   * MPI_Reduce_scatter_block: as reduceScatter with every block the same
+   * size. A bare send buffer is split evenly into size() blocks; with
+   * IN_PLACE, `recv` holds all blocks and receives this rank's at its start.
+   */
+  reduceScatterBlock(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
+    const h = this.handle;
+    let count: number, r: Resolved, s: Resolved | null = null;
+    if (send === IN_PLACE) {
+      r = resolveBlocks('reduceScatterBlock', 'receive buffer', recv, this.#size);
+      count = r.count;
+    } else {
+      s = resolveBlocks('reduceScatterBlock', 'send buffer', send, this.#size);
+      r = resolve('reduceScatterBlock', 'receive buffer', recv);
+      count = s.count;
+      sameItems('reduceScatterBlock', s, r);
+    }
+    checkOp(op, r.type, 'reduceScatterBlock');
+    const counts = new Float64Array(this.#size).fill(count);
+    native.reduceScatter(h, s && s.view, r.view, counts, r.type.basic, op.id, userOpSpec(op, r.type));
+  }
+
+  /** MPI_Scan: rank r receives the combination of ranks 0..r's `send`. */
+  scan(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
+    this.#scan('scan', send, recv, op, false);
+  }
+
+  /**
+   * MPI_Exscan: rank r receives the combination of ranks 0..r-1's `send`;
+   * rank 0's `recv` is left untouched.
+   */
+  exscan(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
+    this.#scan('exscan', send, recv, op, true);
+  }
+
+  #scan(call: string, send: SendSpec, recv: Msg, op: Op, exclusive: boolean): void {
+    const h = this.handle;
+    const r = resolve(call, 'receive buffer', recv);
+    const s = send === IN_PLACE ? null : resolve(call, 'send buffer', send);
+    if (s) sameItems(call, s, r);
+    checkOp(op, r.type, call);
+    native.scan(h, s && s.view, r.view, r.count, r.type.basic, op.id, exclusive, userOpSpec(op, r.type));
+  }
+
   #checkRoot(call: string, root: unknown): void {
     if (typeof root !== 'number' || !Number.isInteger(root)) {
       fail('ERR_ROOT', call, `root must be an integer rank, got ${describe(root)}`);
@@ -159,6 +290,23 @@ export class Comm {
       fail('ERR_ROOT', call, `root ${root} is out of range for a communicator of size ${this.#size}`);
     }
   }
+}
+
+// Block r of a v-spec as a Resolved, for the checks against a plain buffer.
+function blockOf(v: { bytes: Float64Array; counts: readonly number[]; types: readonly Datatype[]; view: ArrayBufferView }, r: number): Resolved {
+  return { view: v.view, count: v.counts[r]!, type: v.types[r]!, bytes: v.bytes[r]! };
+}
+
+function countList(call: string, list: unknown, n: number): number[] {
+  if (!Array.isArray(list) || list.length !== n) {
+    fail('ERR_ARG', call, `recvcounts must list one count per rank (${n}), got ${describe(list)}`);
+  }
+  list.forEach((v, r) => {
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
+      fail('ERR_COUNT', call, `recvcounts[${r}] must be a non-negative integer, got ${describe(v)}`);
+    }
+  });
+  return list as number[];
 }
 
 function notInPlace<T>(call: string, what: string, spec: T | typeof IN_PLACE, where: string): T {

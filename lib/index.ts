@@ -14,7 +14,7 @@ export type { TypedArray, UserFunction } from './op.js';
 export { reduceLocal, reduceLocals } from './local.js';
 export { MPIError, ErrorClasses } from './errors.js';
 export type { ErrorCode } from './errors.js';
-export type { Buf, Msg } from './message.js';
+export type { Buf, Msg, VMsg, WMsg } from './message.js';
 export { launch, type LaunchOptions, type LaunchResult } from './launch.js';
 export {
   COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, PROC_NULL, ROOT, SIMILAR, UNDEFINED, UNEQUAL, version,

@@ -142,3 +142,92 @@ export function resolveBlocks(call: string, what: string, spec: unknown, blocks:
   needBytes(call, what, p.view, bytes * blocks, count * blocks, p.type);
   return { view: p.view, count, type: p.type, bytes };
 }
+
+/** `[buf, counts, displs?, datatype?]`: counts and displacements in items. */
+export type VMsg = [Buf, number[], (number[] | null)?, Datatype?];
+/** `[buf, counts, byteDispls, datatypes]`: one datatype per rank, displacements in bytes. */
+export type WMsg = [Buf, number[], number[], Datatype[]];
+
+/** A v- or w-spec after checking: per-rank byte counts and byte displacements. */
+export interface ResolvedV {
+  readonly view: ArrayBufferView;
+  readonly counts: readonly number[];
+  /** Datatype of every block (one for a v-spec). */
+  readonly types: readonly Datatype[];
+  /** Per rank: count × extent, as the addon takes them. */
+  readonly bytes: Float64Array;
+  readonly displs: Float64Array;
+}
+
+function intList(call: string, what: string, list: unknown, n: number, code: 'ERR_COUNT' | 'ERR_ARG'): number[] {
+  if (!Array.isArray(list) && !(ArrayBuffer.isView(list) && !(list instanceof DataView))) {
+    fail('ERR_ARG', call, `${what} must be an array of ${n} numbers, got ${describe(list)}`);
+  }
+  const arr = Array.from(list as ArrayLike<number>);
+  if (arr.length !== n) fail('ERR_ARG', call, `${what} must have one entry per rank (${n}), got ${arr.length}`);
+  for (let r = 0; r < n; r++) {
+    const v = arr[r];
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
+      fail(code, call, `${what}[${r}] must be a non-negative integer, got ${describe(v)}`);
+    }
+  }
+  return arr;
+}
+
+function vParts(call: string, what: string, spec: unknown): unknown[] {
+  if (spec === IN_PLACE) fail('ERR_ARG', call, `IN_PLACE is not allowed for ${what} here`);
+  if (!Array.isArray(spec) || spec.length < 2 || !isBuffer(spec[0])) {
+    fail('ERR_BUFFER', call, `${what} must be [buf, counts, displs?, datatype?], got ${describe(spec)}`);
+  }
+  return spec;
+}
+
+function checkBlocks(call: string, what: string, view: ArrayBufferView, bytes: Float64Array, displs: Float64Array): void {
+  for (let r = 0; r < bytes.length; r++) {
+    if (bytes[r]! > 0 && displs[r]! + bytes[r]! > view.byteLength) {
+      fail('ERR_BUFFER', call, `${what} block ${r} (bytes ${displs[r]} to ${displs[r]! + bytes[r]!}) lies outside its ${view.byteLength} bytes`);
+    }
+  }
+}
+
+/** Resolves a v-spec for a communicator of `n` ranks. */
+export function resolveV(call: string, what: string, spec: unknown, n: number): ResolvedV {
+  const parts = vParts(call, what, spec);
+  const view = asView(call, what, parts[0]);
+  const counts = intList(call, `${what} counts`, parts[1], n, 'ERR_COUNT');
+  const type = parts[3] === undefined ? inferType(view) : checkDatatype(parts[3], call, `${what} datatype`);
+  const bytes = new Float64Array(n), displs = new Float64Array(n);
+  if (parts[2] === undefined || parts[2] === null) {
+    let at = 0;
+    for (let r = 0; r < n; r++) {
+      displs[r] = at * type.extent;
+      at += counts[r]!;
+    }
+  } else {
+    const d = intList(call, `${what} displs`, parts[2], n, 'ERR_ARG');
+    for (let r = 0; r < n; r++) displs[r] = d[r]! * type.extent;
+  }
+  for (let r = 0; r < n; r++) bytes[r] = counts[r]! * type.extent;
+  checkBlocks(call, what, view, bytes, displs);
+  return { view, counts, types: new Array<Datatype>(n).fill(type), bytes, displs };
+}
+
+/** Resolves a w-spec (alltoallw) for a communicator of `n` ranks. */
+export function resolveW(call: string, what: string, spec: unknown, n: number): ResolvedV {
+  const parts = vParts(call, what, spec);
+  if (parts.length !== 4) fail('ERR_ARG', call, `${what} must be [buf, counts, byteDispls, datatypes], got an array of length ${parts.length}`);
+  const view = asView(call, what, parts[0]);
+  const counts = intList(call, `${what} counts`, parts[1], n, 'ERR_COUNT');
+  const d = intList(call, `${what} byteDispls`, parts[2], n, 'ERR_ARG');
+  if (!Array.isArray(parts[3]) || parts[3].length !== n) {
+    fail('ERR_ARG', call, `${what} datatypes must list one Datatype per rank (${n}), got ${describe(parts[3])}`);
+  }
+  const types = (parts[3] as unknown[]).map((t, r) => checkDatatype(t, call, `${what} datatypes[${r}]`));
+  const bytes = new Float64Array(n), displs = new Float64Array(n);
+  for (let r = 0; r < n; r++) {
+    bytes[r] = counts[r]! * types[r]!.extent;
+    displs[r] = d[r]!;
+  }
+  checkBlocks(call, what, view, bytes, displs);
+  return { view, counts, types, bytes, displs };
+}

@@ -33,6 +33,18 @@ export interface NativeAddon {
     user?: UserOpSpec): void;
   allreduce(comm: number, send: View | null, recv: View, count: number, type: number, op: number, user?: UserOpSpec): void;
 
+  /** Counts and displacements are Float64Arrays of bytes, one entry per rank. */
+  gatherv(comm: number, send: View | null, sendBytes: number, recv: View | null, recvBytes: Float64Array | null,
+    recvDispls: Float64Array | null, root: number): void;
+  scatterv(comm: number, send: View | null, sendBytes: Float64Array | null, sendDispls: Float64Array | null,
+    recv: View | null, recvBytes: number, root: number): void;
+  allgatherv(comm: number, send: View | null, sendBytes: number, recv: View, recvBytes: Float64Array, recvDispls: Float64Array): void;
+  alltoallv(comm: number, send: View | null, sendBytes: Float64Array | null, sendDispls: Float64Array | null,
+    recv: View, recvBytes: Float64Array, recvDispls: Float64Array): void;
+  /** counts in items, one per rank. */
+  reduceScatter(comm: number, send: View | null, recv: View, counts: Float64Array, type: number, op: number, user?: UserOpSpec): void;
+  scan(comm: number, send: View | null, recv: View, count: number, type: number, op: number, exclusive: boolean, user?: UserOpSpec): void;
+
   /** out = a op b over `count` items of basic type `type` (or of a user op). */
   reduceLocals(a: View, b: View, out: View, count: number, type: number, op: number, user?: UserOpSpec): void;
 

@@ -9,6 +9,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   env.SetInstanceData(new nodempi::napi::State);
   nodempi::napi::register_runtime(env, exports);
   nodempi::napi::register_comm(env, exports);
+  nodempi::napi::register_vcoll(env, exports);
   nodempi::napi::register_launcher(env, exports);
   nodempi::napi::register_local(env, exports);
   return exports;

@@ -33,12 +33,15 @@ inline Bytes bytes_arg(const Napi::CallbackInfo& info, size_t i, const char* cal
   size_t length = 0;
   // lib/ passes TypedArrays almost always: ask for that first, one N-API
   // call on the hot path (each costs tens of nanoseconds).
+  // An empty view may have no memory at all; give it a non-null address so
+  // that only an absent buffer (IN_PLACE) reads as null in the core.
+  static uint8_t empty[8];
   napi_typedarray_type type;
   if (napi_get_typedarray_info(env, v, &type, &length, &data, nullptr, nullptr) == napi_ok) {
-    return {static_cast<uint8_t*>(data), length * element_size(type)};
+    return {data ? static_cast<uint8_t*>(data) : empty, length * element_size(type)};
   }
   if (napi_get_dataview_info(env, v, &length, &data, nullptr, nullptr) == napi_ok) {
-    return {static_cast<uint8_t*>(data), length};
+    return {data ? static_cast<uint8_t*>(data) : empty, length};
   }
   napi_valuetype t;
   napi_typeof(env, v, &t);
@@ -49,7 +52,6 @@ inline Bytes bytes_arg(const Napi::CallbackInfo& info, size_t i, const char* cal
 inline Bytes need_bytes(const Napi::CallbackInfo& info, size_t i, size_t needed, const char* call,
                         const char* what) {
   Bytes b = bytes_arg(info, i, call, what);
-  if (!b.data && needed == 0) return b;
   if (!b.data || b.length < needed) {
     throw_mpi(info.Env(), ErrorClass::BUFFER,
               std::string(call) + ": " + what + " holds " + std::to_string(b.length) + " bytes, " +

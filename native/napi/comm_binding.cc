@@ -5,52 +5,12 @@
 
 #include "core/coll/coll.h"
 #include "napi/args.h"
+#include "napi/comm_args.h"
 #include "napi/state.h"
 #include "napi/user_op.h"
 
 namespace nodempi::napi {
 namespace {
-
-coll::Context& context_arg(const Napi::CallbackInfo& info, const char* call) {
-  State& st = State::of(info.Env());
-  uint32_t h = u32_arg(info, 0);
-  if (h >= st.contexts.size() || !st.contexts[h]) {
-    throw_mpi(info.Env(), ErrorClass::COMM, std::string(call) + ": the communicator is not valid (freed or finalized)");
-  }
-  return *st.contexts[h];
-}
-
-uint32_t root_arg(const Napi::CallbackInfo& info, size_t i, const coll::Context& c, const char* call) {
-  uint32_t root = u32_arg(info, i);
-  if (root >= c.size()) throw_mpi(info.Env(), ErrorClass::ROOT, std::string(call) + ": root out of range");
-  return root;
-}
-
-// The op argument: a predefined op number, or -1 with a user-op spec in
-// argument `user_i` (lib/op.ts builds it).
-coll::Combiner combiner_arg(const Napi::CallbackInfo& info, size_t type_i, size_t op_i, size_t user_i,
-                            std::optional<UserOp>& user, const char* call) {
-  if (info[op_i].As<Napi::Number>().Int32Value() < 0) {
-    user.emplace(info.Env(), info[user_i].As<Napi::Object>());
-    return user->combiner();
-  }
-  uint32_t type = u32_arg(info, type_i), op = u32_arg(info, op_i);
-  kernels::ReduceFn fn = nullptr;
-  if (type < uint32_t(kernels::TypeId::COUNT) && op < uint32_t(kernels::OpId::COUNT)) {
-    fn = kernels::lookup(kernels::OpId(op), kernels::TypeId(type));
-  }
-  if (!fn) throw_mpi(info.Env(), ErrorClass::OP, std::string(call) + ": the op is not defined for the datatype");
-  return {fn, kernels::type_size(kernels::TypeId(type))};
-}
-
-template <typename F>
-void run(Napi::Env env, F&& body) {
-  try {
-    body();
-  } catch (const CoreError& e) {
-    throw_mpi(env, e.error_class(), e.what());
-  }
-}
 
 // barrier(h)
 void Barrier(const Napi::CallbackInfo& info) {

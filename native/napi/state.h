@@ -28,6 +28,7 @@ struct State {
 
 void register_runtime(Napi::Env env, Napi::Object exports);
 void register_comm(Napi::Env env, Napi::Object exports);
+void register_vcoll(Napi::Env env, Napi::Object exports);
 void register_launcher(Napi::Env env, Napi::Object exports);
 void register_local(Napi::Env env, Napi::Object exports);
 

@@ -52,3 +52,30 @@ void reduce(Context& c, const void* send, void* recv, size_t count, const Combin
 void allreduce(Context& c, const void* send, void* recv, size_t count, const Combiner& op);
 
 }  // namespace nodempi::coll
+
+namespace nodempi::coll {
+
+// v-variants: per-rank byte counts and byte displacements (lib/ converts
+// element counts). Arrays have size() entries and matter where MPI says.
+void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const size_t* recv_bytes,
+             const size_t* recv_displs, uint32_t root);
+void scatterv(Context& c, const void* send, const size_t* send_bytes, const size_t* send_displs, void* recv,
+              size_t recv_bytes, uint32_t root);
+void allgatherv(Context& c, const void* send, size_t send_bytes, void* recv, const size_t* recv_bytes,
+                const size_t* recv_displs);
+// Also alltoallw once lib/ has turned each block into contiguous bytes.
+// A null send means IN_PLACE: blocks are read from recv (recv counts).
+void alltoallv(Context& c, const void* send, const size_t* send_bytes, const size_t* send_displs, void* recv,
+               const size_t* recv_bytes, const size_t* recv_displs);
+// Block r (counts[r] items, blocks packed in rank order in send) of the
+// combined vector lands in rank r's recv. IN_PLACE reads send from recv.
+void reduce_scatter(Context& c, const void* send, void* recv, const size_t* counts, const Combiner& op);
+// Inclusive (scan) or exclusive (exscan: rank 0's recv untouched) prefix
+// reduction in rank order.
+void scan(Context& c, const void* send, void* recv, size_t count, const Combiner& op, bool exclusive);
+
+// Thrown by the core when a receive is smaller than what arrives; nothing is
+// written past the receive buffer.
+void throw_truncated(const char* call, uint32_t from, size_t sent, size_t room);
+
+}  // namespace nodempi::coll

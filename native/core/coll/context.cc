@@ -13,7 +13,7 @@ Context::Context(transport::Segment* seg, uint32_t id, uint32_t rank, std::vecto
       id_(id),
       rank_(rank),
       size_(uint32_t(world_ranks.size())),
-      half_(seg ? seg->geometry().half_bytes : 0),
+      half_(seg ? seg->geometry().half_bytes - kHeaderBytes : 0),
       world_ranks_(std::move(world_ranks)),
       live_(header_of(seg), world_ranks_.empty() ? 0 : world_ranks_[rank]) {
   if (!seg_) return;

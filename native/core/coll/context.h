@@ -19,6 +19,14 @@
 
 namespace nodempi::coll {
 
+struct SlotHeader {
+  uint64_t phases;  // v-collectives: how many phases the writer needs
+  uint64_t bytes;   // what the writer sends, for truncation checks
+  uint64_t reserved[6];
+};
+constexpr size_t kHeaderBytes = sizeof(SlotHeader);
+static_assert(kHeaderBytes == 64, "one cache line of header per slot half");
+
 class Context {
  public:
   // A communicator of `size` ranks using segment context `id`; member i is
@@ -27,6 +35,7 @@ class Context {
 
   uint32_t rank() const { return rank_; }
   uint32_t size() const { return size_; }
+  // Data bytes in one slot half (after its header).
   size_t half_bytes() const { return half_; }
 
   // The phase the next post will publish.
@@ -38,7 +47,12 @@ class Context {
   void wait(uint32_t peer, uint32_t s, const char* what);
   void wait_all(uint32_t s, const char* what);
 
-  uint8_t* slot(uint32_t member, uint32_t s) const { return slots_[member * 2 + (s & 1)]; }
+  uint8_t* slot(uint32_t member, uint32_t s) const { return slots_[member * 2 + (s & 1)] + kHeaderBytes; }
+  // A small header in front of each slot half, written and read under the
+  // same rules as the data: how many phases a v-collective takes, and so on.
+  SlotHeader* header(uint32_t member, uint32_t s) const {
+    return reinterpret_cast<SlotHeader*>(slots_[member * 2 + (s & 1)]);
+  }
 
  private:
   transport::Segment* seg_;

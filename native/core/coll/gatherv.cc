@@ -1,0 +1,77 @@
+#include <algorithm>
+#include <cstring>
+
+#include "core/coll/coll.h"
+#include "core/error.h"
+
+namespace nodempi::coll {
+
+void throw_truncated(const char* call, uint32_t from, size_t sent, size_t room) {
+  throw CoreError(ErrorClass::TRUNCATE, std::string(call) + ": rank " + std::to_string(from) + " sent " +
+                                            std::to_string(sent) + " bytes but the receive block holds " +
+                                            std::to_string(room));
+}
+
+// gatherv_flat: only the root knows every count, so it announces how many
+// phases the gather takes in the header of its first post.
+//   1. every rank waits until its half is free; non-roots copy their first
+//      chunk in and state their byte count; the root states the phase
+//      count; all post;
+//   2. non-roots learn the phase count from the root;
+//   3. in each phase the root copies every peer's chunk into its block
+//      (never more than the block holds) and non-roots fill the next chunk.
+void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const size_t* recv_bytes,
+             const size_t* recv_displs, uint32_t root) {
+  const uint32_t n = c.size(), me = c.rank();
+  auto* in = static_cast<const uint8_t*>(send);
+  auto* out = static_cast<uint8_t*>(recv);
+  const size_t chunk = c.half_bytes();
+  if (me == root && send && recv_bytes[me]) {
+    if (send_bytes > recv_bytes[me]) throw_truncated("gatherv", me, send_bytes, recv_bytes[me]);
+    std::memcpy(out + recv_displs[me], in, send_bytes);
+  }
+  if (n == 1) return;
+
+  uint64_t phases = 1;
+  if (me == root) {
+    for (uint32_t r = 0; r < n; ++r) {
+      if (r != root) phases = std::max<uint64_t>(phases, (recv_bytes[r] + chunk - 1) / chunk);
+    }
+  }
+  size_t truncated_from = SIZE_MAX, truncated_bytes = 0;
+  for (uint64_t k = 0; k < phases; ++k) {
+    uint32_t s = c.next_phase();
+    size_t off = k * chunk;
+    if (me == root) {
+      if (k == 0) {
+        c.acquire_slot(s, "gatherv");
+        c.header(me, s)->phases = phases;
+      }
+      c.post(s);
+      for (uint32_t r = 0; r < n; ++r) {
+        if (r == root) continue;
+        c.wait(r, s, "gatherv");
+        if (k == 0 && c.header(r, s)->bytes > recv_bytes[r] && truncated_from == SIZE_MAX) {
+          truncated_from = r;
+          truncated_bytes = c.header(r, s)->bytes;
+        }
+        size_t room = recv_bytes[r] > off ? recv_bytes[r] - off : 0;
+        size_t len = std::min(chunk, room);
+        if (len) std::memcpy(out + recv_displs[r] + off, c.slot(r, s), len);
+      }
+    } else {
+      c.acquire_slot(s, "gatherv");
+      size_t len = send_bytes > off ? std::min(chunk, send_bytes - off) : 0;
+      if (len) std::memcpy(c.slot(me, s), in + off, len);
+      if (k == 0) c.header(me, s)->bytes = send_bytes;
+      c.post(s);
+      if (k == 0) {
+        c.wait(root, s, "gatherv");
+        phases = c.header(root, s)->phases;
+      }
+    }
+  }
+  if (truncated_from != SIZE_MAX) throw_truncated("gatherv", uint32_t(truncated_from), truncated_bytes, recv_bytes[truncated_from]);
+}
+
+}  // namespace nodempi::coll

@@ -1,0 +1,41 @@
+#include <algorithm>
+#include <cstring>
+
+#include "core/coll/fold.h"
+
+namespace nodempi::coll {
+
+// scan_flat / exscan_flat: per chunk of at most one half,
+//   1. every rank waits until its half is free, copies its chunk in, posts;
+//   2. rank r folds the chunks of ranks 0..r (0..r-1 for exscan), in rank
+//      order, into its receive buffer.
+// Rank 0's receive buffer is left untouched by exscan, as MPI says.
+void scan(Context& c, const void* send, void* recv, size_t count, const Combiner& op, bool exclusive) {
+  const uint32_t n = c.size(), me = c.rank();
+  const size_t item = op.item;
+  auto* out = static_cast<uint8_t*>(recv);
+  const uint8_t* in = send ? static_cast<const uint8_t*>(send) : out;
+  if (n == 1) {
+    if (!exclusive && send && count) std::memcpy(out, in, count * item);
+    return;
+  }
+  const uint32_t upto = exclusive ? me : me + 1;  // how many ranks fold in
+  const size_t per_round = std::max<size_t>(1, c.half_bytes() / item);
+  const uint8_t* src[transport::kMaxRanks];
+  size_t done = 0;
+  do {
+    size_t m = std::min(per_round, count - done);
+    uint32_t s = c.next_phase();
+    c.acquire_slot(s, exclusive ? "exscan" : "scan");
+    if (m) std::memcpy(c.slot(me, s), in + done * item, m * item);
+    c.post(s);
+    for (uint32_t r = 0; r < upto; ++r) {
+      if (r != me) c.wait(r, s, exclusive ? "exscan" : "scan");
+      src[r] = c.slot(r, s);
+    }
+    if (upto > 0) fold(op, src, upto, out + done * item, m);
+    done += m;
+  } while (done < count);
+}
+
+}  // namespace nodempi::coll

@@ -1,0 +1,144 @@
+// Picks the kernel table for this CPU and answers lookup(). The choice is
+// made once, at first use:
+//   1. NODEMPI_KERNELS=scalar|avx2|avx512|neon|auto, if set, names a table;
+//      a name the CPU cannot run (or does not know) falls back to auto with
+//      a one-line warning, so a forced setting never crashes on older CPUs.
+//   2. auto: the widest table whose instructions the CPU (and OS) support.
+//   3. select_isa() may switch tables later (tests compare them all).
+// The active table is one atomic pointer, so lookup() from any thread costs
+// a single acquire load once the choice is made.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "core/kernels/kernels.h"
+#include "core/kernels/table.h"
+
+namespace nodempi::kernels {
+namespace {
+
+struct Isa {
+  const char* name;
+  const Table& (*table)();
+  bool (*supported)();
+};
+
+bool always() { return true; }
+
+#if defined(__x86_64__)
+// __builtin_cpu_supports also checks that the OS saves the wide registers
+// (XCR0), not just the CPUID bits.
+bool has_avx2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2");
+}
+bool has_avx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+}
+#endif
+
+// Widest first: auto takes the first one the CPU supports.
+constexpr Isa kIsas[] = {
+#if defined(__x86_64__)
+    {"avx512", avx512_table, has_avx512},
+    {"avx2", avx2_table, has_avx2},
+#endif
+#if defined(__aarch64__)
+    {"neon", neon_table, always},  // Advanced SIMD is part of the aarch64 baseline
+#endif
+    {"scalar", scalar_table, always},
+};
+
+const Isa* best() {
+  for (const Isa& isa : kIsas) {
+    if (isa.supported()) return &isa;
+  }
+  return nullptr;  // unreachable: scalar is always supported
+}
+
+const Isa* find(const char* name) {
+  for (const Isa& isa : kIsas) {
+    if (std::strcmp(isa.name, name) == 0) return &isa;
+  }
+  return nullptr;
+}
+
+std::atomic<const Isa*> g_active{nullptr};
+std::once_flag g_init_once;
+
+void init_from_env() {
+  const Isa* chosen = best();
+  const char* env = std::getenv("NODEMPI_KERNELS");
+  if (env != nullptr && *env != '\0' && std::strcmp(env, "auto") != 0) {
+    const Isa* wanted = find(env);
+    if (wanted != nullptr && wanted->supported()) {
+      chosen = wanted;
+    } else {
+      std::fprintf(stderr, "nodempi: NODEMPI_KERNELS=%s is %s; using the %s kernels\n", env,
+                   wanted == nullptr ? "not a known kernel table" : "not supported by this CPU",
+                   chosen->name);
+    }
+  }
+  g_active.store(chosen, std::memory_order_release);
+}
+
+const Isa* active() {
+  const Isa* isa = g_active.load(std::memory_order_acquire);
+  if (isa != nullptr) return isa;
+  std::call_once(g_init_once, init_from_env);
+  return g_active.load(std::memory_order_acquire);
+}
+
+}  // namespace
+
+ReduceFn lookup(OpId op, TypeId type) {
+  // The ids arrive from JS; out-of-range values are "no such reduction".
+  if (op >= OpId::COUNT || type >= TypeId::COUNT) return nullptr;
+  return active()->table().get(op, type);
+}
+
+size_t type_size(TypeId type) {
+  switch (type) {
+    case TypeId::I8: case TypeId::U8: return 1;
+    case TypeId::I16: case TypeId::U16: return 2;
+    case TypeId::I32: case TypeId::U32: return 4;
+    case TypeId::I64: case TypeId::U64: return 8;
+    case TypeId::F32: return sizeof(float);
+    case TypeId::F64: return sizeof(double);
+    case TypeId::F80: return sizeof(long double);
+    case TypeId::C32: return 2 * sizeof(float);
+    case TypeId::C64: return 2 * sizeof(double);
+    case TypeId::C80: return 2 * sizeof(long double);
+    case TypeId::BOOL: return 1;
+    case TypeId::LOGICAL: return 4;
+    case TypeId::BYTE: return 1;
+    case TypeId::FLOAT_INT: return sizeof(FloatInt);
+    case TypeId::DOUBLE_INT: return sizeof(DoubleInt);
+    case TypeId::LONG_INT: return sizeof(LongInt);
+    case TypeId::TWO_INT: return sizeof(TwoInt);
+    case TypeId::SHORT_INT: return sizeof(ShortInt);
+    case TypeId::LONG_DOUBLE_INT: return sizeof(LongDoubleInt);
+    case TypeId::TWO_FLOAT: return sizeof(TwoFloat);
+    case TypeId::TWO_DOUBLE: return sizeof(TwoDouble);
+    case TypeId::COUNT: break;
+  }
+  return 0;
+}
+
+const char* active_isa() { return active()->name; }
+
+bool select_isa(const char* name) {
+  if (name == nullptr) return false;
+  // Settle the start-up choice first, so it cannot overwrite this one later.
+  active();
+  const Isa* isa = std::strcmp(name, "auto") == 0 ? best() : find(name);
+  if (isa == nullptr || !isa->supported()) return false;
+  g_active.store(isa, std::memory_order_release);
+  return true;
+}
+
+}  // namespace nodempi::kernels

@@ -1,0 +1,159 @@
+// Entry points of the v-variants, reduce-scatter and the scans. Counts and
+// displacements arrive as Float64Arrays of bytes (lib/ converts elements);
+// every block is re-checked against its buffer before the core runs.
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/coll/coll.h"
+#include "napi/args.h"
+#include "napi/comm_args.h"
+#include "napi/state.h"
+#include "napi/user_op.h"
+
+namespace nodempi::napi {
+namespace {
+
+// A Float64Array of n non-negative integers, as size_t.
+std::vector<size_t> sizes_arg(const Napi::CallbackInfo& info, size_t i, uint32_t n, const char* call, const char* what) {
+  Bytes b = bytes_arg(info, i, call, what);
+  if (!b.data || b.length < n * sizeof(double)) {
+    throw_mpi(info.Env(), ErrorClass::ARG, std::string(call) + ": " + what + " must list one value per rank");
+  }
+  std::vector<size_t> out(n);
+  for (uint32_t r = 0; r < n; ++r) {
+    double d;
+    std::memcpy(&d, b.data + r * sizeof(double), sizeof d);
+    if (!(d >= 0) || d != double(size_t(d))) {
+      throw_mpi(info.Env(), ErrorClass::COUNT, std::string(call) + ": " + what + " must be non-negative integers");
+    }
+    out[r] = size_t(d);
+  }
+  return out;
+}
+
+// Every block [displ, displ + bytes) must lie inside the buffer.
+void check_blocks(const Napi::CallbackInfo& info, const Bytes& buf, const std::vector<size_t>& bytes,
+                  const std::vector<size_t>& displs, const char* call, const char* what) {
+  for (size_t r = 0; r < bytes.size(); ++r) {
+    if (bytes[r] == 0) continue;
+    if (!buf.data || displs[r] > buf.length || bytes[r] > buf.length - displs[r]) {
+      throw_mpi(info.Env(), ErrorClass::BUFFER, std::string(call) + ": block " + std::to_string(r) + " of the " + what +
+                                                   " lies outside its " + std::to_string(buf.length) + " bytes");
+    }
+  }
+}
+
+// gatherv(h, send|null, sendBytes, recv|null, recvBytes|null, recvDispls|null, root)
+void Gatherv(const Napi::CallbackInfo& info) {
+  coll::Context& c = context_arg(info, "gatherv");
+  size_t send_bytes = size_arg(info, 2, "gatherv", "send byte count");
+  uint32_t root = root_arg(info, 6, c, "gatherv");
+  Bytes send = bytes_arg(info, 1, "gatherv", "send buffer");
+  if (send.data || c.rank() != root) need_bytes(info, 1, send_bytes, "gatherv", "send buffer");
+  std::vector<size_t> rb, rd;
+  Bytes recv{nullptr, 0};
+  if (c.rank() == root) {
+    recv = bytes_arg(info, 3, "gatherv", "receive buffer");
+    rb = sizes_arg(info, 4, c.size(), "gatherv", "receive counts");
+    rd = sizes_arg(info, 5, c.size(), "gatherv", "receive displacements");
+    check_blocks(info, recv, rb, rd, "gatherv", "receive buffer");
+  }
+  run(info.Env(), [&] { coll::gatherv(c, send.data, send_bytes, recv.data, rb.data(), rd.data(), root); });
+}
+
+// scatterv(h, send|null, sendBytes|null, sendDispls|null, recv|null, recvBytes, root)
+void Scatterv(const Napi::CallbackInfo& info) {
+  coll::Context& c = context_arg(info, "scatterv");
+  size_t recv_bytes = size_arg(info, 5, "scatterv", "receive byte count");
+  uint32_t root = root_arg(info, 6, c, "scatterv");
+  Bytes recv = bytes_arg(info, 4, "scatterv", "receive buffer");
+  if (recv.data || c.rank() != root) need_bytes(info, 4, recv_bytes, "scatterv", "receive buffer");
+  std::vector<size_t> sb, sd;
+  Bytes send{nullptr, 0};
+  if (c.rank() == root) {
+    send = bytes_arg(info, 1, "scatterv", "send buffer");
+    sb = sizes_arg(info, 2, c.size(), "scatterv", "send counts");
+    sd = sizes_arg(info, 3, c.size(), "scatterv", "send displacements");
+    check_blocks(info, send, sb, sd, "scatterv", "send buffer");
+  }
+  run(info.Env(), [&] { coll::scatterv(c, send.data, sb.data(), sd.data(), recv.data, recv_bytes, root); });
+}
+
+// allgatherv(h, send|null, sendBytes, recv, recvBytes, recvDispls)
+void Allgatherv(const Napi::CallbackInfo& info) {
+  coll::Context& c = context_arg(info, "allgatherv");
+  size_t send_bytes = size_arg(info, 2, "allgatherv", "send byte count");
+  Bytes send = bytes_arg(info, 1, "allgatherv", "send buffer");
+  if (send.data) need_bytes(info, 1, send_bytes, "allgatherv", "send buffer");
+  Bytes recv = bytes_arg(info, 3, "allgatherv", "receive buffer");
+  std::vector<size_t> rb = sizes_arg(info, 4, c.size(), "allgatherv", "receive counts");
+  std::vector<size_t> rd = sizes_arg(info, 5, c.size(), "allgatherv", "receive displacements");
+  check_blocks(info, recv, rb, rd, "allgatherv", "receive buffer");
+  run(info.Env(), [&] { coll::allgatherv(c, send.data, send_bytes, recv.data, rb.data(), rd.data()); });
+}
+
+// alltoallv(h, send|null, sendBytes|null, sendDispls|null, recv, recvBytes, recvDispls)
+void Alltoallv(const Napi::CallbackInfo& info) {
+  coll::Context& c = context_arg(info, "alltoallv");
+  Bytes send = bytes_arg(info, 1, "alltoallv", "send buffer");
+  std::vector<size_t> sb, sd;
+  if (send.data) {
+    sb = sizes_arg(info, 2, c.size(), "alltoallv", "send counts");
+    sd = sizes_arg(info, 3, c.size(), "alltoallv", "send displacements");
+    check_blocks(info, send, sb, sd, "alltoallv", "send buffer");
+  }
+  Bytes recv = bytes_arg(info, 4, "alltoallv", "receive buffer");
+  std::vector<size_t> rb = sizes_arg(info, 5, c.size(), "alltoallv", "receive counts");
+  std::vector<size_t> rd = sizes_arg(info, 6, c.size(), "alltoallv", "receive displacements");
+  check_blocks(info, recv, rb, rd, "alltoallv", "receive buffer");
+  run(info.Env(), [&] { coll::alltoallv(c, send.data, sb.data(), sd.data(), recv.data, rb.data(), rd.data()); });
+}
+
+// reduceScatter(h, send|null, recv, counts (items), type, op, user?)
+void ReduceScatter(const Napi::CallbackInfo& info) {
+  coll::Context& c = context_arg(info, "reduceScatter");
+  std::optional<UserOp> user;
+  coll::Combiner op = combiner_arg(info, 4, 5, 6, user, "reduceScatter");
+  std::vector<size_t> counts = sizes_arg(info, 3, c.size(), "reduceScatter", "receive counts");
+  size_t total = 0;
+  for (size_t k : counts) total += k;
+  Bytes send = bytes_arg(info, 1, "reduceScatter", "send buffer");
+  if (send.data) need_bytes(info, 1, total * op.item, "reduceScatter", "send buffer");
+  Bytes recv = need_bytes(info, 2, (send.data ? counts[c.rank()] : total) * op.item, "reduceScatter", "receive buffer");
+  run(info.Env(), [&] {
+    coll::reduce_scatter(c, send.data, recv.data, counts.data(), op);
+    if (user) user->settle(c, "reduceScatter");
+  });
+}
+
+// scan(h, send|null, recv, count, type, op, exclusive, user?)
+void Scan(const Napi::CallbackInfo& info) {
+  bool exclusive = info[6].ToBoolean();
+  const char* call = exclusive ? "exscan" : "scan";
+  coll::Context& c = context_arg(info, call);
+  size_t count = size_arg(info, 3, call, "count");
+  std::optional<UserOp> user;
+  coll::Combiner op = combiner_arg(info, 4, 5, 7, user, call);
+  Bytes send = bytes_arg(info, 1, call, "send buffer");
+  if (send.data) need_bytes(info, 1, count * op.item, call, "send buffer");
+  Bytes recv = need_bytes(info, 2, count * op.item, call, "receive buffer");
+  run(info.Env(), [&] {
+    coll::scan(c, send.data, recv.data, count, op, exclusive);
+    if (user) user->settle(c, call);
+  });
+}
+
+}  // namespace
+
+void register_vcoll(Napi::Env env, Napi::Object exports) {
+  exports.Set("gatherv", Napi::Function::New(env, Gatherv, "gatherv"));
+  exports.Set("scatterv", Napi::Function::New(env, Scatterv, "scatterv"));
+  exports.Set("allgatherv", Napi::Function::New(env, Allgatherv, "allgatherv"));
+  exports.Set("alltoallv", Napi::Function::New(env, Alltoallv, "alltoallv"));
+  exports.Set("reduceScatter", Napi::Function::New(env, ReduceScatter, "reduceScatter"));
+  exports.Set("scan", Napi::Function::New(env, Scan, "scan"));
+}
+
+}  // namespace nodempi::napi
