@@ -18,13 +18,16 @@
 // Rules every kernel keeps:
 // - Pointers may be unaligned and out may be a or b exactly: memory is only
 //   touched through memcpy-style loads and stores, and every element's inputs
-//   are loaded before its output is stored.
+//   are loaded before its output is stored. No __restrict: GCC's runtime
+//   overlap check lets out == a (distance 0) take the vector path, and
+//   rejects only the partial overlaps the interface rules out anyway.
 // - Integer arithmetic wraps (two's complement) and is done in an unsigned
 //   type, so there is no signed overflow.
 // - Every table must give bit-identical results. Comparisons and selections
 //   are exact by nature; for + - * see nan_first() below. Nothing may be
-//   contracted into an FMA (the build passes -ffp-contract=off, and no target
-//   here enables FMA).
+//   contracted into an FMA: the build passes -ffp-contract=off, complex_prod
+//   works around a GCC 12 lapse in honouring it, and test/native/build.sh
+//   checks that no kernel object holds an FMA instruction.
 
 using Byte = unsigned char;
 
