@@ -85,5 +85,16 @@ function parse(argv: string[]): LaunchOptions {
   die('no program to run');
 }
 
-const result = await launchWithSignals(parse(process.argv.slice(2)));
-process.exitCode = typeof process.exitCode === 'number' && process.exitCode !== 0 ? process.exitCode : result.status;
+// A reader that goes away (`nodempi ... | head`) must not crash the
+// launcher while ranks still run: drop the output instead.
+for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
+
+const options = parse(process.argv.slice(2));
+try {
+  const result = await launchWithSignals(options);
+  // A signal to the launcher (SIGINT 130, SIGTERM 143) wins over the ranks' codes.
+  process.exitCode = typeof process.exitCode === 'number' && process.exitCode !== 0 ? process.exitCode : result.status;
+} catch (err) {
+  process.stderr.write(`nodempi: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = 1;
+}

@@ -8,6 +8,7 @@ import { describe, fail } from './errors.js';
 import { resolve, resolveBlocks, resolveV, resolveW, type Msg, type Resolved, type VMsg, type WMsg } from './message.js';
 import { native } from './native.js';
 import { checkOp, Op, userOpSpec } from './op.js';
+import { Mode, PersistentRequest, Request } from './request.js';
 import { ensureInit } from './runtime.js';
 
 type SendSpec = Msg | typeof IN_PLACE;
@@ -54,78 +55,62 @@ export class Comm {
 
   toString(): string { return `Comm(${this.#name})`; }
 
-  /** MPI_Barrier: returns once every rank has entered. */
-  barrier(): void {
-    native.barrier(this.handle);
+  #barrier(mode: Mode): unknown {
+    return native.barrier(this.handle, mode);
   }
 
-  /** MPI_Bcast: `buf` at `root` is copied into `buf` at every other rank. */
-  bcast(buf: Msg, root = 0): void {
+  #bcast(mode: Mode, buf: Msg, root = 0): unknown {
     const h = this.handle;
     this.#checkRoot('bcast', root);
     const m = resolve('bcast', 'buffer', buf);
-    native.bcast(h, m.view, m.bytes, root);
+    return native.bcast(h, m.view, m.bytes, root, mode);
   }
 
-  /**
-   * MPI_Gather: every rank's `send` lands in block `rank` of `recv` at the
-   * root. `recv` matters only at the root; IN_PLACE is for the root's send.
-   */
-  gather(send: SendSpec, recv: Msg | null, root = 0): void {
+  #gather(mode: Mode, send: SendSpec, recv: Msg | null, root = 0): unknown {
     const h = this.handle;
     this.#checkRoot('gather', root);
     if (this.#rank === root) {
       const r = resolveBlocks('gather', 'receive buffer', recv, this.#size);
       const s = send === IN_PLACE ? null : resolve('gather', 'send buffer', send);
       if (s) sameBytes('gather', s, r);
-      native.gather(h, s && s.view, r.view, r.bytes, root);
+      return native.gather(h, s && s.view, r.view, r.bytes, root, mode);
     } else {
       const s = resolve('gather', 'send buffer', notInPlace('gather', 'send buffer', send, 'the root'));
-      native.gather(h, s.view, null, s.bytes, root);
+      return native.gather(h, s.view, null, s.bytes, root, mode);
     }
   }
 
-  /**
-   * MPI_Scatter: block `r` of `send` at the root goes to rank r's `recv`.
-   * `send` matters only at the root; IN_PLACE is for the root's recv.
-   */
-  scatter(send: Msg | null, recv: SendSpec, root = 0): void {
+  #scatter(mode: Mode, send: Msg | null, recv: SendSpec, root = 0): unknown {
     const h = this.handle;
     this.#checkRoot('scatter', root);
     if (this.#rank === root) {
       const s = resolveBlocks('scatter', 'send buffer', send, this.#size);
       const r = recv === IN_PLACE ? null : resolve('scatter', 'receive buffer', recv);
       if (r) sameBytes('scatter', s, r);
-      native.scatter(h, s.view, r && r.view, s.bytes, root);
+      return native.scatter(h, s.view, r && r.view, s.bytes, root, mode);
     } else {
       const r = resolve('scatter', 'receive buffer', notInPlace('scatter', 'receive buffer', recv, 'the root'));
-      native.scatter(h, null, r.view, r.bytes, root);
+      return native.scatter(h, null, r.view, r.bytes, root, mode);
     }
   }
 
-  /** MPI_Allgather: every rank gets every rank's `send`, in rank order. */
-  allgather(send: SendSpec, recv: Msg): void {
+  #allgather(mode: Mode, send: SendSpec, recv: Msg): unknown {
     const h = this.handle;
     const r = resolveBlocks('allgather', 'receive buffer', recv, this.#size);
     const s = send === IN_PLACE ? null : resolve('allgather', 'send buffer', send);
     if (s) sameBytes('allgather', s, r);
-    native.allgather(h, s && s.view, r.view, r.bytes);
+    return native.allgather(h, s && s.view, r.view, r.bytes, mode);
   }
 
-  /** MPI_Alltoall: block j of rank i's `send` becomes block i of rank j's `recv`. */
-  alltoall(send: SendSpec, recv: Msg): void {
+  #alltoall(mode: Mode, send: SendSpec, recv: Msg): unknown {
     const h = this.handle;
     const r = resolveBlocks('alltoall', 'receive buffer', recv, this.#size);
     const s = send === IN_PLACE ? null : resolveBlocks('alltoall', 'send buffer', send, this.#size);
     if (s) sameBytes('alltoall', s, r);
-    native.alltoall(h, s && s.view, r.view, r.bytes);
+    return native.alltoall(h, s && s.view, r.view, r.bytes, mode);
   }
 
-  /**
-   * MPI_Reduce: combines every rank's `send` with `op` into `recv` at the
-   * root. `recv` matters only at the root; IN_PLACE is for the root's send.
-   */
-  reduce(send: SendSpec, recv: Msg | null, op: Op = Op.SUM, root = 0): void {
+  #reduce(mode: Mode, send: SendSpec, recv: Msg | null, op: Op = Op.SUM, root = 0): unknown {
     const h = this.handle;
     this.#checkRoot('reduce', root);
     if (this.#rank === root) {
@@ -133,94 +118,74 @@ export class Comm {
       const s = send === IN_PLACE ? null : resolve('reduce', 'send buffer', send);
       if (s) sameItems('reduce', s, r);
       checkOp(op, r.type, 'reduce');
-      native.reduce(h, s && s.view, r.view, r.count, r.type.basic, op.id, root, userOpSpec(op, r.type));
+      return native.reduce(h, s && s.view, r.view, r.count, r.type.basic, op.id, root, userOpSpec(op, r.type), mode);
     } else {
       const s = resolve('reduce', 'send buffer', notInPlace('reduce', 'send buffer', send, 'the root'));
       checkOp(op, s.type, 'reduce');
-      native.reduce(h, s.view, null, s.count, s.type.basic, op.id, root, userOpSpec(op, s.type));
+      return native.reduce(h, s.view, null, s.count, s.type.basic, op.id, root, userOpSpec(op, s.type), mode);
     }
   }
 
-  /** MPI_Allreduce: every rank gets all ranks' `send` combined with `op`. */
-  allreduce(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
+  #allreduce(mode: Mode, send: SendSpec, recv: Msg, op: Op = Op.SUM): unknown {
     const h = this.handle;
     const r = resolve('allreduce', 'receive buffer', recv);
     const s = send === IN_PLACE ? null : resolve('allreduce', 'send buffer', send);
     if (s) sameItems('allreduce', s, r);
     checkOp(op, r.type, 'allreduce');
-    native.allreduce(h, s && s.view, r.view, r.count, r.type.basic, op.id, userOpSpec(op, r.type));
+    return native.allreduce(h, s && s.view, r.view, r.count, r.type.basic, op.id, userOpSpec(op, r.type), mode);
   }
 
-  /**
-   * MPI_Gatherv: rank r's `send` lands at `displs[r]` (items; packed in rank
-   * order when omitted) of `recv` at the root. `recv` matters only at the root.
-   */
-  gatherv(send: SendSpec, recv: VMsg | null, root = 0): void {
+  #gatherv(mode: Mode, send: SendSpec, recv: VMsg | null, root = 0): unknown {
     const h = this.handle;
     this.#checkRoot('gatherv', root);
     if (this.#rank === root) {
       const r = resolveV('gatherv', 'receive spec', recv, this.#size);
       const s = send === IN_PLACE ? null : resolve('gatherv', 'send buffer', send);
       if (s) sameBytes('gatherv', s, blockOf(r, root));
-      native.gatherv(h, s && s.view, s ? s.bytes : 0, r.view, r.bytes, r.displs, root);
+      return native.gatherv(h, s && s.view, s ? s.bytes : 0, r.view, r.bytes, r.displs, root, mode);
     } else {
       const s = resolve('gatherv', 'send buffer', notInPlace('gatherv', 'send buffer', send, 'the root'));
-      native.gatherv(h, s.view, s.bytes, null, null, null, root);
+      return native.gatherv(h, s.view, s.bytes, null, null, null, root, mode);
     }
   }
 
-  /**
-   * MPI_Scatterv: the block at `displs[r]` of `send` at the root goes to
-   * rank r's `recv`. `send` matters only at the root.
-   */
-  scatterv(send: VMsg | null, recv: SendSpec, root = 0): void {
+  #scatterv(mode: Mode, send: VMsg | null, recv: SendSpec, root = 0): unknown {
     const h = this.handle;
     this.#checkRoot('scatterv', root);
     if (this.#rank === root) {
       const sv = resolveV('scatterv', 'send spec', send, this.#size);
       const r = recv === IN_PLACE ? null : resolve('scatterv', 'receive buffer', recv);
       if (r) sameBytes('scatterv', blockOf(sv, root), r);
-      native.scatterv(h, sv.view, sv.bytes, sv.displs, r && r.view, r ? r.bytes : 0, root);
+      return native.scatterv(h, sv.view, sv.bytes, sv.displs, r && r.view, r ? r.bytes : 0, root, mode);
     } else {
       const r = resolve('scatterv', 'receive buffer', notInPlace('scatterv', 'receive buffer', recv, 'the root'));
-      native.scatterv(h, null, null, null, r.view, r.bytes, root);
+      return native.scatterv(h, null, null, null, r.view, r.bytes, root, mode);
     }
   }
 
-  /** MPI_Allgatherv: every rank's `send` lands at `displs[r]` of every rank's `recv`. */
-  allgatherv(send: SendSpec, recv: VMsg): void {
+  #allgatherv(mode: Mode, send: SendSpec, recv: VMsg): unknown {
     const h = this.handle;
     const r = resolveV('allgatherv', 'receive spec', recv, this.#size);
     const s = send === IN_PLACE ? null : resolve('allgatherv', 'send buffer', send);
     if (s) sameBytes('allgatherv', s, blockOf(r, this.#rank));
-    native.allgatherv(h, s && s.view, s ? s.bytes : 0, r.view, r.bytes, r.displs);
+    return native.allgatherv(h, s && s.view, s ? s.bytes : 0, r.view, r.bytes, r.displs, mode);
   }
 
-  /** MPI_Alltoallv: block j of rank i's `send` becomes block i of rank j's `recv`. */
-  alltoallv(send: VMsg | typeof IN_PLACE, recv: VMsg): void {
+  #alltoallv(mode: Mode, send: VMsg | typeof IN_PLACE, recv: VMsg): unknown {
     const h = this.handle;
     const r = resolveV('alltoallv', 'receive spec', recv, this.#size);
     const s = send === IN_PLACE ? null : resolveV('alltoallv', 'send spec', send, this.#size);
-    native.alltoallv(h, s && s.view, s && s.bytes, s && s.displs, r.view, r.bytes, r.displs);
+    return native.alltoallv(h, s && s.view, s && s.bytes, s && s.displs, r.view, r.bytes, r.displs, mode);
   }
 
-  /**
-   * MPI_Alltoallw: as alltoallv, with byte displacements and a datatype per
-   * block.
-   */
-  alltoallw(send: WMsg | typeof IN_PLACE, recv: WMsg): void {
+  #alltoallw(mode: Mode, send: WMsg | typeof IN_PLACE, recv: WMsg): unknown {
     const h = this.handle;
     const r = resolveW('alltoallw', 'receive spec', recv, this.#size);
     const s = send === IN_PLACE ? null : resolveW('alltoallw', 'send spec', send, this.#size);
-    native.alltoallv(h, s && s.view, s && s.bytes, s && s.displs, r.view, r.bytes, r.displs);
+    return native.alltoallv(h, s && s.view, s && s.bytes, s && s.displs, r.view, r.bytes, r.displs, mode);
   }
 
-  /**
-   * MPI_Reduce_scatter: the vector of sum(recvcounts) items is combined with
-   * `op` over all ranks and rank r receives the r-th block of recvcounts[r]
-   * items. With IN_PLACE the input is read from `recv`.
-   */
-  reduceScatter(send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): void {
+  #reduceScatter(mode: Mode, send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): unknown {
     const h = this.handle;
     const counts = countList('reduceScatter', recvcounts, this.#size);
     const total = counts.reduce((a, b) => a + b, 0);
@@ -235,15 +200,10 @@ export class Comm {
       if (s.count !== total) fail('ERR_COUNT', 'reduceScatter', `send buffer holds ${s.count} items but recvcounts add up to ${total}`);
     }
     checkOp(op, r.type, 'reduceScatter');
-    native.reduceScatter(h, s && s.view, r.view, Float64Array.from(counts), r.type.basic, op.id, userOpSpec(op, r.type));
+    return native.reduceScatter(h, s && s.view, r.view, Float64Array.from(counts), r.type.basic, op.id, userOpSpec(op, r.type), mode);
   }
 
-  /**
-   * MPI_Reduce_scatter_block: as reduceScatter with every block the same
-   * size. A bare send buffer is split evenly into size() blocks; with
-   * IN_PLACE, `recv` holds all blocks and receives this rank's at its start.
-   */
-  reduceScatterBlock(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
+  #reduceScatterBlock(mode: Mode, send: SendSpec, recv: Msg, op: Op = Op.SUM): unknown {
     const h = this.handle;
     let count: number, r: Resolved, s: Resolved | null = null;
     if (send === IN_PLACE) {
@@ -257,12 +217,262 @@ export class Comm {
     }
     checkOp(op, r.type, 'reduceScatterBlock');
     const counts = new Float64Array(this.#size).fill(count);
-    native.reduceScatter(h, s && s.view, r.view, counts, r.type.basic, op.id, userOpSpec(op, r.type));
+    return native.reduceScatter(h, s && s.view, r.view, counts, r.type.basic, op.id, userOpSpec(op, r.type), mode);
+  }
+
+  #scan(mode: Mode, send: SendSpec, recv: Msg, op: Op = Op.SUM): unknown {
+    return this.#scanImpl(mode, 'scan', send, recv, op, false);
+  }
+
+  #exscan(mode: Mode, send: SendSpec, recv: Msg, op: Op = Op.SUM): unknown {
+    return this.#scanImpl(mode, 'exscan', send, recv, op, true);
+  }
+
+  #scanImpl(mode: Mode, call: string, send: SendSpec, recv: Msg, op: Op, exclusive: boolean): unknown {
+    const h = this.handle;
+    const r = resolve(call, 'receive buffer', recv);
+    const s = send === IN_PLACE ? null : resolve(call, 'send buffer', send);
+    if (s) sameItems(call, s, r);
+    checkOp(op, r.type, call);
+    return native.scan(h, s && s.view, r.view, r.count, r.type.basic, op.id, exclusive, userOpSpec(op, r.type), mode);
+  }
+
+  // Nonblocking (i-prefixed) and persistent (Init-suffixed) forms take the
+  // same arguments and return a Request / PersistentRequest; the buffers
+  // must not be touched until it completes.
+
+  /** MPI_Barrier: returns once every rank has entered. */
+  barrier(): void {
+    this.#barrier(Mode.BLOCKING);
+  }
+  /** Nonblocking barrier (MPI_Ibarrier): returns at once; await or wait() the Request. */
+  ibarrier(): Request {
+    return new Request(this.#barrier(Mode.NONBLOCKING) as number, []);
+  }
+  /** Persistent barrier: start() runs it, as often as needed. */
+  barrierInit(): PersistentRequest {
+    return new PersistentRequest(this.#barrier(Mode.PERSISTENT) as number, []);
+  }
+
+  /** MPI_Bcast: `buf` at `root` is copied into `buf` at every other rank. */
+  bcast(buf: Msg, root = 0): void {
+    this.#bcast(Mode.BLOCKING, buf, root);
+  }
+  /** Nonblocking bcast (MPI_Ibcast): returns at once; await or wait() the Request. */
+  ibcast(buf: Msg, root = 0): Request {
+    return new Request(this.#bcast(Mode.NONBLOCKING, buf, root) as number, [buf, root]);
+  }
+  /** Persistent bcast: start() runs it, as often as needed. */
+  bcastInit(buf: Msg, root = 0): PersistentRequest {
+    return new PersistentRequest(this.#bcast(Mode.PERSISTENT, buf, root) as number, [buf, root]);
+  }
+
+  /**
+   * MPI_Gather: every rank's `send` lands in block `rank` of `recv` at the
+   * root. `recv` matters only at the root; IN_PLACE is for the root's send.
+   */
+  gather(send: SendSpec, recv: Msg | null, root = 0): void {
+    this.#gather(Mode.BLOCKING, send, recv, root);
+  }
+  /** Nonblocking gather (MPI_Igather): returns at once; await or wait() the Request. */
+  igather(send: SendSpec, recv: Msg | null, root = 0): Request {
+    return new Request(this.#gather(Mode.NONBLOCKING, send, recv, root) as number, [send, recv, root]);
+  }
+  /** Persistent gather: start() runs it, as often as needed. */
+  gatherInit(send: SendSpec, recv: Msg | null, root = 0): PersistentRequest {
+    return new PersistentRequest(this.#gather(Mode.PERSISTENT, send, recv, root) as number, [send, recv, root]);
+  }
+
+  /**
+   * MPI_Scatter: block `r` of `send` at the root goes to rank r's `recv`.
+   * `send` matters only at the root; IN_PLACE is for the root's recv.
+   */
+  scatter(send: Msg | null, recv: SendSpec, root = 0): void {
+    this.#scatter(Mode.BLOCKING, send, recv, root);
+  }
+  /** Nonblocking scatter (MPI_Iscatter): returns at once; await or wait() the Request. */
+  iscatter(send: Msg | null, recv: SendSpec, root = 0): Request {
+    return new Request(this.#scatter(Mode.NONBLOCKING, send, recv, root) as number, [send, recv, root]);
+  }
+  /** Persistent scatter: start() runs it, as often as needed. */
+  scatterInit(send: Msg | null, recv: SendSpec, root = 0): PersistentRequest {
+    return new PersistentRequest(this.#scatter(Mode.PERSISTENT, send, recv, root) as number, [send, recv, root]);
+  }
+
+  /** MPI_Allgather: every rank gets every rank's `send`, in rank order. */
+  allgather(send: SendSpec, recv: Msg): void {
+    this.#allgather(Mode.BLOCKING, send, recv);
+  }
+  /** Nonblocking allgather (MPI_Iallgather): returns at once; await or wait() the Request. */
+  iallgather(send: SendSpec, recv: Msg): Request {
+    return new Request(this.#allgather(Mode.NONBLOCKING, send, recv) as number, [send, recv]);
+  }
+  /** Persistent allgather: start() runs it, as often as needed. */
+  allgatherInit(send: SendSpec, recv: Msg): PersistentRequest {
+    return new PersistentRequest(this.#allgather(Mode.PERSISTENT, send, recv) as number, [send, recv]);
+  }
+
+  /** MPI_Alltoall: block j of rank i's `send` becomes block i of rank j's `recv`. */
+  alltoall(send: SendSpec, recv: Msg): void {
+    this.#alltoall(Mode.BLOCKING, send, recv);
+  }
+  /** Nonblocking alltoall (MPI_Ialltoall): returns at once; await or wait() the Request. */
+  ialltoall(send: SendSpec, recv: Msg): Request {
+    return new Request(this.#alltoall(Mode.NONBLOCKING, send, recv) as number, [send, recv]);
+  }
+  /** Persistent alltoall: start() runs it, as often as needed. */
+  alltoallInit(send: SendSpec, recv: Msg): PersistentRequest {
+    return new PersistentRequest(this.#alltoall(Mode.PERSISTENT, send, recv) as number, [send, recv]);
+  }
+
+  /**
+   * MPI_Reduce: combines every rank's `send` with `op` into `recv` at the
+   * root. `recv` matters only at the root; IN_PLACE is for the root's send.
+   */
+  reduce(send: SendSpec, recv: Msg | null, op: Op = Op.SUM, root = 0): void {
+    this.#reduce(Mode.BLOCKING, send, recv, op, root);
+  }
+  /** Nonblocking reduce (MPI_Ireduce): returns at once; await or wait() the Request. */
+  ireduce(send: SendSpec, recv: Msg | null, op: Op = Op.SUM, root = 0): Request {
+    return new Request(this.#reduce(Mode.NONBLOCKING, send, recv, op, root) as number, [send, recv, op, root]);
+  }
+  /** Persistent reduce: start() runs it, as often as needed. */
+  reduceInit(send: SendSpec, recv: Msg | null, op: Op = Op.SUM, root = 0): PersistentRequest {
+    return new PersistentRequest(this.#reduce(Mode.PERSISTENT, send, recv, op, root) as number, [send, recv, op, root]);
+  }
+
+  /** MPI_Allreduce: every rank gets all ranks' `send` combined with `op`. */
+  allreduce(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
+    this.#allreduce(Mode.BLOCKING, send, recv, op);
+  }
+  /** Nonblocking allreduce (MPI_Iallreduce): returns at once; await or wait() the Request. */
+  iallreduce(send: SendSpec, recv: Msg, op: Op = Op.SUM): Request {
+    return new Request(this.#allreduce(Mode.NONBLOCKING, send, recv, op) as number, [send, recv, op]);
+  }
+  /** Persistent allreduce: start() runs it, as often as needed. */
+  allreduceInit(send: SendSpec, recv: Msg, op: Op = Op.SUM): PersistentRequest {
+    return new PersistentRequest(this.#allreduce(Mode.PERSISTENT, send, recv, op) as number, [send, recv, op]);
+  }
+
+  /**
+   * MPI_Gatherv: rank r's `send` lands at `displs[r]` (items; packed in rank
+   * order when omitted) of `recv` at the root. `recv` matters only at the root.
+   */
+  gatherv(send: SendSpec, recv: VMsg | null, root = 0): void {
+    this.#gatherv(Mode.BLOCKING, send, recv, root);
+  }
+  /** Nonblocking gatherv (MPI_Igatherv): returns at once; await or wait() the Request. */
+  igatherv(send: SendSpec, recv: VMsg | null, root = 0): Request {
+    return new Request(this.#gatherv(Mode.NONBLOCKING, send, recv, root) as number, [send, recv, root]);
+  }
+  /** Persistent gatherv: start() runs it, as often as needed. */
+  gathervInit(send: SendSpec, recv: VMsg | null, root = 0): PersistentRequest {
+    return new PersistentRequest(this.#gatherv(Mode.PERSISTENT, send, recv, root) as number, [send, recv, root]);
+  }
+
+  /**
+   * MPI_Scatterv: the block at `displs[r]` of `send` at the root goes to
+   * rank r's `recv`. `send` matters only at the root.
+   */
+  scatterv(send: VMsg | null, recv: SendSpec, root = 0): void {
+    this.#scatterv(Mode.BLOCKING, send, recv, root);
+  }
+  /** Nonblocking scatterv (MPI_Iscatterv): returns at once; await or wait() the Request. */
+  iscatterv(send: VMsg | null, recv: SendSpec, root = 0): Request {
+    return new Request(this.#scatterv(Mode.NONBLOCKING, send, recv, root) as number, [send, recv, root]);
+  }
+  /** Persistent scatterv: start() runs it, as often as needed. */
+  scattervInit(send: VMsg | null, recv: SendSpec, root = 0): PersistentRequest {
+    return new PersistentRequest(this.#scatterv(Mode.PERSISTENT, send, recv, root) as number, [send, recv, root]);
+  }
+
+  /** MPI_Allgatherv: every rank's `send` lands at `displs[r]` of every rank's `recv`. */
+  allgatherv(send: SendSpec, recv: VMsg): void {
+    this.#allgatherv(Mode.BLOCKING, send, recv);
+  }
+  /** Nonblocking allgatherv (MPI_Iallgatherv): returns at once; await or wait() the Request. */
+  iallgatherv(send: SendSpec, recv: VMsg): Request {
+    return new Request(this.#allgatherv(Mode.NONBLOCKING, send, recv) as number, [send, recv]);
+  }
+  /** Persistent allgatherv: start() runs it, as often as needed. */
+  allgathervInit(send: SendSpec, recv: VMsg): PersistentRequest {
+    return new PersistentRequest(this.#allgatherv(Mode.PERSISTENT, send, recv) as number, [send, recv]);
+  }
+
+  /** MPI_Alltoallv: block j of rank i's `send` becomes block i of rank j's `recv`. */
+  alltoallv(send: VMsg | typeof IN_PLACE, recv: VMsg): void {
+    this.#alltoallv(Mode.BLOCKING, send, recv);
+  }
+  /** Nonblocking alltoallv (MPI_Ialltoallv): returns at once; await or wait() the Request. */
+  ialltoallv(send: VMsg | typeof IN_PLACE, recv: VMsg): Request {
+    return new Request(this.#alltoallv(Mode.NONBLOCKING, send, recv) as number, [send, recv]);
+  }
+  /** Persistent alltoallv: start() runs it, as often as needed. */
+  alltoallvInit(send: VMsg | typeof IN_PLACE, recv: VMsg): PersistentRequest {
+    return new PersistentRequest(this.#alltoallv(Mode.PERSISTENT, send, recv) as number, [send, recv]);
+  }
+
+  /**
+   * MPI_Alltoallw: as alltoallv, with byte displacements and a datatype per
+   * block.
+   */
+  alltoallw(send: WMsg | typeof IN_PLACE, recv: WMsg): void {
+    this.#alltoallw(Mode.BLOCKING, send, recv);
+  }
+  /** Nonblocking alltoallw (MPI_Ialltoallw): returns at once; await or wait() the Request. */
+  ialltoallw(send: WMsg | typeof IN_PLACE, recv: WMsg): Request {
+    return new Request(this.#alltoallw(Mode.NONBLOCKING, send, recv) as number, [send, recv]);
+  }
+  /** Persistent alltoallw: start() runs it, as often as needed. */
+  alltoallwInit(send: WMsg | typeof IN_PLACE, recv: WMsg): PersistentRequest {
+    return new PersistentRequest(this.#alltoallw(Mode.PERSISTENT, send, recv) as number, [send, recv]);
+  }
+
+  /**
+   * MPI_Reduce_scatter: the vector of sum(recvcounts) items is combined with
+   * `op` over all ranks and rank r receives the r-th block of recvcounts[r]
+   * items. With IN_PLACE the input is read from `recv`.
+   */
+  reduceScatter(send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): void {
+    this.#reduceScatter(Mode.BLOCKING, send, recv, recvcounts, op);
+  }
+  /** Nonblocking reduceScatter (MPI_Ireducescatter): returns at once; await or wait() the Request. */
+  ireduceScatter(send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): Request {
+    return new Request(this.#reduceScatter(Mode.NONBLOCKING, send, recv, recvcounts, op) as number, [send, recv, recvcounts, op]);
+  }
+  /** Persistent reduceScatter: start() runs it, as often as needed. */
+  reduceScatterInit(send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): PersistentRequest {
+    return new PersistentRequest(this.#reduceScatter(Mode.PERSISTENT, send, recv, recvcounts, op) as number, [send, recv, recvcounts, op]);
+  }
+
+  /**
+   * MPI_Reduce_scatter_block: as reduceScatter with every block the same
+   * size. A bare send buffer is split evenly into size() blocks; with
+   * IN_PLACE, `recv` holds all blocks and receives this rank's at its start.
+   */
+  reduceScatterBlock(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
+    this.#reduceScatterBlock(Mode.BLOCKING, send, recv, op);
+  }
+  /** Nonblocking reduceScatterBlock (MPI_Ireducescatterblock): returns at once; await or wait() the Request. */
+  ireduceScatterBlock(send: SendSpec, recv: Msg, op: Op = Op.SUM): Request {
+    return new Request(this.#reduceScatterBlock(Mode.NONBLOCKING, send, recv, op) as number, [send, recv, op]);
+  }
+  /** Persistent reduceScatterBlock: start() runs it, as often as needed. */
+  reduceScatterBlockInit(send: SendSpec, recv: Msg, op: Op = Op.SUM): PersistentRequest {
+    return new PersistentRequest(this.#reduceScatterBlock(Mode.PERSISTENT, send, recv, op) as number, [send, recv, op]);
   }
 
   /** MPI_Scan: rank r receives the combination of ranks 0..r's `send`. */
   scan(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
-    this.#scan('scan', send, recv, op, false);
+    this.#scan(Mode.BLOCKING, send, recv, op);
+  }
+  /** Nonblocking scan (MPI_Iscan): returns at once; await or wait() the Request. */
+  iscan(send: SendSpec, recv: Msg, op: Op = Op.SUM): Request {
+    return new Request(this.#scan(Mode.NONBLOCKING, send, recv, op) as number, [send, recv, op]);
+  }
+  /** Persistent scan: start() runs it, as often as needed. */
+  scanInit(send: SendSpec, recv: Msg, op: Op = Op.SUM): PersistentRequest {
+    return new PersistentRequest(this.#scan(Mode.PERSISTENT, send, recv, op) as number, [send, recv, op]);
   }
 
   /**
@@ -270,16 +480,15 @@ export class Comm {
    * rank 0's `recv` is left untouched.
    */
   exscan(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
-    this.#scan('exscan', send, recv, op, true);
+    this.#exscan(Mode.BLOCKING, send, recv, op);
   }
-
-  #scan(call: string, send: SendSpec, recv: Msg, op: Op, exclusive: boolean): void {
-    const h = this.handle;
-    const r = resolve(call, 'receive buffer', recv);
-    const s = send === IN_PLACE ? null : resolve(call, 'send buffer', send);
-    if (s) sameItems(call, s, r);
-    checkOp(op, r.type, call);
-    native.scan(h, s && s.view, r.view, r.count, r.type.basic, op.id, exclusive, userOpSpec(op, r.type));
+  /** Nonblocking exscan (MPI_Iexscan): returns at once; await or wait() the Request. */
+  iexscan(send: SendSpec, recv: Msg, op: Op = Op.SUM): Request {
+    return new Request(this.#exscan(Mode.NONBLOCKING, send, recv, op) as number, [send, recv, op]);
+  }
+  /** Persistent exscan: start() runs it, as often as needed. */
+  exscanInit(send: SendSpec, recv: Msg, op: Op = Op.SUM): PersistentRequest {
+    return new PersistentRequest(this.#exscan(Mode.PERSISTENT, send, recv, op) as number, [send, recv, op]);
   }
 
   #checkRoot(call: string, root: unknown): void {

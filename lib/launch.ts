@@ -2,9 +2,27 @@
  * Starting a job: one shared-memory segment, N ranks (processes, or worker
  * threads of this process), their output relayed, and teardown however the
  * job ends. Used by the `nodempi` command and by programs and tests.
+ *
+ * Life of a process-mode job:
+ *  1. segmentCreate() makes the segment (O_CREAT|O_EXCL, 0600, random name);
+ *     the launcher takes a close-on-exec duplicate of its descriptor and
+ *     unlinks the name at once, so /dev/shm holds it for microseconds and
+ *     nothing can outlive the job, even if every process is SIGKILLed.
+ *  2. Each rank is spawned in its own session (so its process group can be
+ *     signalled as a whole) with the descriptor as fd 3.
+ *  3. A tiny `sh` watchdog, in a session of its own, is told every rank's
+ *     process group. If the launcher dies without saying goodbye (SIGKILL,
+ *     a crash), its pipe closes and the watchdog ends the ranks: SIGTERM,
+ *     then SIGKILL a second later.
+ *  4. Each rank's end is written to the segment header (segmentExited), so
+ *     ranks waiting on it stop with ERR_PROC_FAILED. The first rank to fail
+ *     is named on one line; the others get a grace period to end on their
+ *     own, then SIGTERM, then SIGKILL.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, fstatSync, readSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
+import { resolve as resolvePath } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -16,7 +34,7 @@ export interface LaunchOptions {
   np: number;
   /** The script each rank runs with `node` (or in a worker thread). */
   script?: string | URL;
-  /** Arguments after the script. */
+  /** Arguments after the script (or after `command`). */
   args?: string[];
   /** Instead of `node script`, run this command line in every rank (process mode). */
   command?: string[];
@@ -41,7 +59,7 @@ export interface LaunchResult {
   exitCodes: number[];
   /** Per rank: the signal that ended it, or null. */
   signals: (NodeJS.Signals | null)[];
-  /** The first rank that failed, or -1. */
+  /** The first rank that failed (or called abort), or -1. */
   failedRank: number;
   /** True when `timeout` ended the job. */
   timedOut: boolean;
@@ -51,13 +69,18 @@ export interface LaunchResult {
 
 interface Rank {
   kill(signal: NodeJS.Signals): void;
+  readonly pid: number | undefined;
   readonly stdout: Readable | null;
   readonly stderr: Readable | null;
 }
 
 /** Runs a job and resolves when every rank has ended. */
 export function launch(options: LaunchOptions): Promise<LaunchResult> {
-  return new Job(checkOptions(options)).run();
+  try {
+    return new Job(checkOptions(options)).run();
+  } catch (err) {
+    return Promise.reject(err);
+  }
 }
 
 function checkOptions(o: LaunchOptions): LaunchOptions {
@@ -76,8 +99,14 @@ function checkOptions(o: LaunchOptions): LaunchOptions {
   if (o.args !== undefined && (!Array.isArray(o.args) || !o.args.every((a) => typeof a === 'string'))) {
     fail('ERR_ARG', 'launch', `args must be an array of strings, got ${describe(o.args)}`);
   }
-  if (o.timeout !== undefined && !(typeof o.timeout === 'number' && o.timeout > 0)) {
+  if (o.env !== undefined && (typeof o.env !== 'object' || o.env === null)) {
+    fail('ERR_ARG', 'launch', `env must be an object of strings, got ${describe(o.env)}`);
+  }
+  if (o.timeout !== undefined && !(typeof o.timeout === 'number' && o.timeout > 0 && o.timeout <= 2147483)) {
     fail('ERR_ARG', 'launch', `timeout must be a positive number of seconds, got ${describe(o.timeout)}`);
+  }
+  if (o.graceMs !== undefined && !(typeof o.graceMs === 'number' && o.graceMs >= 0 && o.graceMs <= 2147483647)) {
+    fail('ERR_ARG', 'launch', `graceMs must be a non-negative number, got ${describe(o.graceMs)}`);
   }
   return o;
 }
@@ -86,20 +115,60 @@ function signalNumber(sig: NodeJS.Signals): number {
   return (osConstants.signals as Record<string, number>)[sig] ?? 0;
 }
 
+/** How long after SIGTERM a rank that has not ended gets SIGKILL. */
+const KILL_AFTER_MS = 2000;
+/** How long the relay waits for output after the last rank has ended. */
+const DRAIN_MS = 2000;
+/** A partial line longer than this is relayed without waiting for its newline. */
+const MAX_PARTIAL = 64 * 1024;
+
+// Header fields the launcher reads back (native/core/transport/segment.h):
+// `failed` (uint32) at byte 64 and `failed_rank` (int32) at byte 68.
+const HEADER_FAILED_OFFSET = 64;
+
+// The watchdog: reads "+pgid" / "-pgid" lines, "done" when the launcher has
+// finished. End of input without "done" means the launcher died: end every
+// process group it still lists. Ignores SIGINT/SIGHUP (its own session has
+// no terminal anyway).
+const WATCHDOG = `trap '' INT HUP PIPE
+pids=
+while IFS= read -r l; do
+  case $l in
+    done) exit 0 ;;
+    +*) pids="$pids \${l#+}" ;;
+    -*) n=; for p in $pids; do [ "$p" = "\${l#-}" ] || n="$n $p"; done; pids=$n ;;
+  esac
+done
+[ -n "$pids" ] || exit 0
+for p in $pids; do kill -TERM -$p 2>/dev/null; done
+sleep 1
+for p in $pids; do kill -KILL -$p 2>/dev/null; done
+exit 0`;
+
 class Job {
   readonly #o: LaunchOptions;
   readonly #np: number;
   readonly #log: (line: string) => void;
   #segment = -1;
+  /** The launcher's own close-on-exec descriptor of the segment. */
+  #fd = -1;
+  #ino = -1;
+  #dev = -1;
   #ranks: Rank[] = [];
   #exitCodes: number[];
   #signals: (NodeJS.Signals | null)[];
   #running: number;
   #failedRank = -1;
+  /** The rank that called abort(), once the launcher has seen it. */
+  #aborter = -1;
+  /** The aborting rank, while its exit status is still to be reported. */
+  #abortPending = -1;
   #timedOut = false;
   #ending = false;
   #timers: NodeJS.Timeout[] = [];
-  #pendingStreams = 0;
+  #streams = new Set<Readable>();
+  #drainTimer: NodeJS.Timeout | undefined;
+  #watchdog: ChildProcess | undefined;
   #resolve!: (r: LaunchResult) => void;
   #finished = false;
 
@@ -114,31 +183,46 @@ class Job {
 
   run(): Promise<LaunchResult> {
     const done = new Promise<LaunchResult>((resolve) => (this.#resolve = resolve));
+    const thread = this.#o.mode === 'thread';
     const seg = native.segmentCreate(this.#np);
     this.#segment = seg.handle;
+    // Descriptors for the launcher and, in thread mode, one per worker; then
+    // the name goes at once (segmentUnlink also closes the original fd).
+    const workerFds: number[] = [];
+    try {
+      this.#fd = native.segmentDupFd(this.#segment);
+      if (thread) for (let r = 0; r < this.#np; r++) workerFds.push(native.segmentDupFd(this.#segment));
+    } finally {
+      native.segmentUnlink(this.#segment);
+    }
+    try {
+      const st = fstatSync(this.#fd);
+      this.#ino = st.ino;
+      this.#dev = st.dev;
+    } catch { /* only used to recognise our descriptors */ }
+    if (!thread) this.#startWatchdog();
+
     try {
       for (let r = 0; r < this.#np; r++) {
-        const rank = this.#o.mode === 'thread' ? this.#startThread(r) : this.#startProcess(r, seg.fd);
+        const rank = thread ? this.#startThread(r, workerFds[r]!) : this.#startProcess(r, this.#fd);
         this.#ranks.push(rank);
         this.#relay(r, rank.stdout, process.stdout);
         this.#relay(r, rank.stderr, process.stderr);
       }
     } catch (err) {
       // A rank that could not start fails the job like one that crashed.
-      this.#log(`nodempi: could not start rank ${this.#ranks.length}: ${err instanceof Error ? err.message : String(err)}`);
-      for (let r = this.#ranks.length; r < this.#np; r++) {
+      const r0 = this.#ranks.length;
+      this.#log(`nodempi: could not start rank ${r0}: ${err instanceof Error ? err.message : String(err)}`);
+      for (let r = r0; r < this.#np; r++) {
         this.#exitCodes[r] = 127;
         this.#running--;
+        if (thread) this.#closeWorkerFd(workerFds[r]!);
       }
-      this.#fail(this.#ranks.length, false);
+      native.segmentExited(this.#segment, r0, 1 + 127, true);
+      this.#fail(r0, false);
     }
-    // Every rank holds the segment now (an inherited descriptor or a
-    // mapping), so the name can go: nothing is left in /dev/shm whatever
-    // happens next.
-    native.segmentUnlink(this.#segment);
     if (this.#o.timeout !== undefined) {
-      const t = setTimeout(() => this.#onTimeout(), this.#o.timeout * 1000);
-      this.#timers.push(t);
+      this.#timers.push(setTimeout(() => this.#onTimeout(), this.#o.timeout * 1000));
     }
     this.#maybeFinish();
     return done;
@@ -154,27 +238,53 @@ class Job {
     };
   }
 
+  #startWatchdog(): void {
+    if (process.env.NODEMPI_WATCHDOG === '0') return;
+    try {
+      const w = spawn('/bin/sh', ['-c', WATCHDOG], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+      w.on('error', () => { this.#watchdog = undefined; });
+      w.stdin!.on('error', () => { /* the watchdog is gone; nothing to tell it */ });
+      w.unref();
+      (w.stdin as unknown as { unref?: () => void }).unref?.();
+      this.#watchdog = w;
+    } catch {
+      this.#watchdog = undefined;
+    }
+  }
+
+  #tellWatchdog(line: string): void {
+    const w = this.#watchdog;
+    if (w && w.stdin && !w.stdin.destroyed && w.stdin.writable) w.stdin.write(line + '\n');
+  }
+
   #startProcess(r: number, fd: number): Rank {
-    const [cmd, ...argv] = this.#o.command ?? [process.execPath, scriptPath(this.#o.script!), ...(this.#o.args ?? [])];
-    if (this.#o.command) argv.push(...(this.#o.args ?? []));
+    const [cmd, ...argv] = this.#o.command ?? [process.execPath, scriptPath(this.#o.script!)];
+    argv.push(...(this.#o.args ?? []));
     const out = this.#o.tagOutput ? 'pipe' : 'inherit';
-    const child: ChildProcess = spawn(cmd, argv, {
+    const child: ChildProcess = spawn(cmd!, argv, {
       env: this.#env(r, 3),
-      // fd 3 of every rank is the segment; its own process group lets the
-      // launcher end a rank together with anything it started.
+      // fd 3 of every rank is the segment; its own session (and so process
+      // group) lets the launcher end a rank together with anything it started.
       stdio: [r === 0 && this.#o.stdin ? 'inherit' : 'ignore', out, out, fd],
       detached: true,
     });
+    const pid = child.pid;
+    if (pid !== undefined) this.#tellWatchdog(`+${pid}`);
     child.on('error', (err) => {
-      this.#log(`nodempi: rank ${r} could not run ${cmd}: ${err.message}`);
+      if (!this.#ending) this.#log(`nodempi: rank ${r} could not run ${cmd}: ${err.message}`);
       this.#onExit(r, 127, null);
     });
-    child.on('exit', (code, signal) => this.#onExit(r, code ?? 0, signal));
+    child.on('exit', (code, signal) => {
+      if (pid !== undefined) this.#tellWatchdog(`-${pid}`);
+      this.#onExit(r, code ?? 0, signal);
+    });
     return {
+      pid,
       kill: (sig) => {
-        if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+        if (pid === undefined) return;
+        // The whole process group: the rank and whatever it started.
         try {
-          process.kill(-child.pid, sig);
+          process.kill(-pid, sig);
         } catch {
           try { child.kill(sig); } catch { /* already gone */ }
         }
@@ -184,22 +294,36 @@ class Job {
     };
   }
 
-  #startThread(r: number): Rank {
-    const worker = new Worker(scriptPath(this.#o.script!), {
-      argv: this.#o.args ?? [],
-      env: this.#env(r, native.segmentDupFd(this.#segment)),
-      stdout: this.#o.tagOutput,
-      stderr: this.#o.tagOutput,
-    });
+  #startThread(r: number, fd: number): Rank {
+    let worker: Worker;
+    try {
+      worker = new Worker(resolvePath(scriptPath(this.#o.script!)), {
+        argv: this.#o.args ?? [],
+        env: this.#env(r, fd),
+        stdout: !!this.#o.tagOutput,
+        stderr: !!this.#o.tagOutput,
+      });
+    } catch (err) {
+      this.#closeWorkerFd(fd);
+      throw err;
+    }
     let exited = false;
     worker.on('error', (err) => {
-      this.#log(`nodempi: rank ${r} threw: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+      // A worker's uncaught exception is not printed by Node itself; print it
+      // where a rank process would have, as that rank's stderr.
+      if (this.#ending) return;
+      const text = err instanceof Error ? err.stack ?? String(err) : `Uncaught ${String(err)}`;
+      const lines = text.split('\n');
+      process.stderr.write(lines.map((l) => (this.#o.tagOutput ? `[${r}] ` : '') + l + '\n').join(''));
     });
     worker.on('exit', (code) => {
       exited = true;
+      // A worker that never attached still holds its descriptor.
+      this.#closeWorkerFd(fd);
       this.#onExit(r, code, null);
     });
     return {
+      pid: undefined,
       kill: () => {
         if (!exited) void worker.terminate();
       },
@@ -208,23 +332,54 @@ class Job {
     };
   }
 
+  /** Closes a worker's descriptor if it is still ours (the worker closes it when it attaches). */
+  #closeWorkerFd(fd: number): void {
+    try {
+      const st = fstatSync(fd);
+      if (st.ino === this.#ino && st.dev === this.#dev && fd !== this.#fd) closeSync(fd);
+    } catch { /* already closed */ }
+  }
+
   #relay(r: number, from: Readable | null, to: Writable): void {
     if (!from) return;
     const tag = `[${r}] `;
     let partial = '';
-    this.#pendingStreams++;
+    this.#streams.add(from);
     from.setEncoding('utf8');
     from.on('data', (chunk: string) => {
       const lines = (partial + chunk).split('\n');
       partial = lines.pop()!;
+      if (partial.length > MAX_PARTIAL) {
+        lines.push(partial);
+        partial = '';
+      }
       if (lines.length) to.write(lines.map((l) => tag + l + '\n').join(''));
     });
+    from.on('error', () => { /* the rank's end of the pipe went away */ });
     from.on('close', () => {
       if (partial) to.write(tag + partial + '\n');
       partial = '';
-      this.#pendingStreams--;
+      this.#streams.delete(from);
       this.#maybeFinish();
     });
+  }
+
+  /** The rank that called abort(), read from the segment header, or -1. */
+  #abortedBy(): number {
+    if (this.#fd < 0) return -1;
+    try {
+      const b = Buffer.alloc(8);
+      if (readSync(this.#fd, b, 0, 8, HEADER_FAILED_OFFSET) !== 8) return -1;
+      const failed = b.readUInt32LE(0), rank = b.readInt32LE(4);
+      return failed !== 0 && rank >= 0 && rank < this.#np ? rank : -1;
+    } catch {
+      return -1;
+    }
+  }
+
+  #describeEnd(r: number): string {
+    const sig = this.#signals[r];
+    return sig ? `was killed by signal ${sig}` : `exited with code ${this.#exitCodes[r]}`;
   }
 
   #onExit(r: number, code: number, signal: NodeJS.Signals | null): void {
@@ -233,14 +388,31 @@ class Job {
     this.#signals[r] = signal;
     this.#running--;
     const failed = signal !== null || code !== 0;
-    native.segmentExited(this.#segment, r, signal ? -signalNumber(signal) : 1 + code, failed && !this.#ending);
     if (failed && !this.#ending) {
-      this.#log(signal
-        ? `nodempi: rank ${r} was killed by signal ${signal}; ending the job`
-        : `nodempi: rank ${r} exited with code ${code}; ending the job`);
-      this.#fail(r, true);
+      // Before this rank's end is recorded: did some rank call abort()? Its
+      // SIGTERMs (or, in thread mode, the errors it caused) can arrive
+      // before its own exit; the job failed because of the aborting rank.
+      const a = this.#abortedBy();
+      if (a >= 0) {
+        this.#aborter = a;
+        this.#fail(a, false);
+        if (this.#exitCodes[a] !== -1) this.#reportAbort(a);
+        else this.#abortPending = a;
+      } else {
+        this.#log(`nodempi: rank ${r} ${this.#describeEnd(r)}; ending the job`);
+        this.#fail(r, true);
+      }
+      native.segmentExited(this.#segment, r, signal ? -signalNumber(signal) : 1 + code, true);
+    } else {
+      native.segmentExited(this.#segment, r, signal ? -signalNumber(signal) : 1 + code, false);
+      if (r === this.#abortPending) this.#reportAbort(r);
     }
     this.#maybeFinish();
+  }
+
+  #reportAbort(a: number): void {
+    this.#abortPending = -1;
+    this.#log(`nodempi: rank ${a} called abort and ${this.#describeEnd(a)}; ending the job`);
   }
 
   // Lets the other ranks end on their own (they stop waiting for the failed
@@ -251,25 +423,28 @@ class Job {
     this.#failedRank = r;
     const graceMs = grace ? this.#o.graceMs ?? 1000 : 0;
     this.#timers.push(setTimeout(() => this.#killAll('SIGTERM'), graceMs));
-    this.#timers.push(setTimeout(() => this.#killAll('SIGKILL'), graceMs + 2000));
+    this.#timers.push(setTimeout(() => this.#killAll('SIGKILL'), graceMs + KILL_AFTER_MS));
   }
 
   #onTimeout(): void {
-    if (this.#running === 0) return;
+    // A job already being ended for a failure keeps that failure's status.
+    if (this.#running === 0 || this.#ending) return;
     this.#log(`nodempi: the job ran past its timeout of ${this.#o.timeout} s; ending it`);
     this.#timedOut = true;
     this.#ending = true;
     native.segmentFail(this.#segment);
     this.#killAll('SIGTERM');
-    this.#timers.push(setTimeout(() => this.#killAll('SIGKILL'), 2000));
+    this.#timers.push(setTimeout(() => this.#killAll('SIGKILL'), KILL_AFTER_MS));
   }
 
-  /** Ends every rank (the CLI calls this on SIGINT/SIGTERM). */
+  /** Ends every rank (the CLI calls this on SIGINT/SIGTERM); a second call kills at once. */
   terminate(signal: NodeJS.Signals): void {
+    if (this.#finished) return;
+    const again = this.#ending;
     this.#ending = true;
-    if (this.#segment >= 0 && !this.#finished) native.segmentFail(this.#segment);
-    this.#killAll(signal);
-    this.#timers.push(setTimeout(() => this.#killAll('SIGKILL'), 2000));
+    native.segmentFail(this.#segment);
+    this.#killAll(again ? 'SIGKILL' : signal);
+    this.#timers.push(setTimeout(() => this.#killAll('SIGKILL'), KILL_AFTER_MS));
   }
 
   #killAll(signal: NodeJS.Signals): void {
@@ -279,13 +454,36 @@ class Job {
   }
 
   #maybeFinish(): void {
-    if (this.#finished || this.#running > 0 || this.#pendingStreams > 0) return;
+    if (this.#finished || this.#running > 0) return;
+    if (this.#streams.size > 0) {
+      // Every rank has ended; a process one of them left behind may still
+      // hold the pipe. Take what is there, then stop waiting.
+      this.#drainTimer ??= setTimeout(() => {
+        for (const s of this.#streams) s.destroy();
+      }, DRAIN_MS);
+      return;
+    }
     this.#finished = true;
     for (const t of this.#timers) clearTimeout(t);
+    if (this.#drainTimer) clearTimeout(this.#drainTimer);
+    if (this.#watchdog) {
+      this.#tellWatchdog('done');
+      this.#watchdog.stdin?.end();
+      this.#watchdog = undefined;
+    }
     native.segmentClose(this.#segment);
+    if (this.#fd >= 0) {
+      try { closeSync(this.#fd); } catch { /* already closed */ }
+      this.#fd = -1;
+    }
     let status = 0;
     if (this.#timedOut) status = 124;
-    else if (this.#failedRank >= 0) status = this.#exitCodes[this.#failedRank] || 1;
+    else if (this.#failedRank >= 0) {
+      const c = this.#exitCodes[this.#failedRank]!;
+      // An aborting rank's code is the job's, as MPI_Abort asks; any other
+      // failure is non-zero whatever the rank said.
+      status = this.#failedRank === this.#aborter ? Math.max(c, 0) : c > 0 ? c : 1;
+    }
     this.#resolve({
       exitCodes: this.#exitCodes,
       signals: this.#signals,
@@ -300,17 +498,27 @@ function scriptPath(script: string | URL): string {
   return script instanceof URL ? fileURLToPath(script) : script;
 }
 
-/** @internal For the CLI: run a job and end its ranks on SIGINT/SIGTERM. */
+/** @internal For the CLI: run a job and end its ranks on SIGINT/SIGTERM/SIGHUP. */
 export function launchWithSignals(options: LaunchOptions): Promise<LaunchResult> {
-  const job = new Job(checkOptions(options));
+  let job: Job;
+  try {
+    job = new Job(checkOptions(options));
+  } catch (err) {
+    return Promise.reject(err);
+  }
   const onSignal = (sig: NodeJS.Signals) => {
     job.terminate(sig === 'SIGINT' ? 'SIGTERM' : sig);
     process.exitCode = 128 + signalNumber(sig);
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  return job.run().finally(() => {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+  for (const s of signals) process.on(s, onSignal);
+  let running: Promise<LaunchResult>;
+  try {
+    running = job.run();
+  } catch (err) {
+    running = Promise.reject(err);
+  }
+  return running.finally(() => {
+    for (const s of signals) process.off(s, onSignal);
   });
 }

@@ -22,28 +22,45 @@ export interface NativeAddon {
   selectKernelIsa(name: string): boolean;
 
   commInfo(comm: number): [rank: number, size: number];
-  barrier(comm: number): void;
-  bcast(comm: number, buf: View, bytes: number, root: number): void;
-  gather(comm: number, send: View | null, recv: View | null, bytes: number, root: number): void;
-  scatter(comm: number, send: View | null, recv: View | null, bytes: number, root: number): void;
-  allgather(comm: number, send: View | null, recv: View, bytes: number): void;
-  alltoall(comm: number, send: View | null, recv: View, bytes: number): void;
+  // Every collective takes a trailing mode (0 blocking, 1 nonblocking,
+  // 2 persistent) and returns a request or template id for modes 1 and 2.
+  barrier(comm: number, mode: number): number | undefined;
+  bcast(comm: number, buf: View, bytes: number, root: number, mode: number): number | undefined;
+  gather(comm: number, send: View | null, recv: View | null, bytes: number, root: number, mode: number): number | undefined;
+  scatter(comm: number, send: View | null, recv: View | null, bytes: number, root: number, mode: number): number | undefined;
+  allgather(comm: number, send: View | null, recv: View, bytes: number, mode: number): number | undefined;
+  alltoall(comm: number, send: View | null, recv: View, bytes: number, mode: number): number | undefined;
   /** op -1 is a user-defined op described by `user`. */
   reduce(comm: number, send: View | null, recv: View | null, count: number, type: number, op: number, root: number,
-    user?: UserOpSpec): void;
-  allreduce(comm: number, send: View | null, recv: View, count: number, type: number, op: number, user?: UserOpSpec): void;
+    user: UserOpSpec | undefined, mode: number): number | undefined;
+  allreduce(comm: number, send: View | null, recv: View, count: number, type: number, op: number, user: UserOpSpec | undefined, mode: number): number | undefined;
 
   /** Counts and displacements are Float64Arrays of bytes, one entry per rank. */
   gatherv(comm: number, send: View | null, sendBytes: number, recv: View | null, recvBytes: Float64Array | null,
-    recvDispls: Float64Array | null, root: number): void;
+    recvDispls: Float64Array | null, root: number, mode: number): number | undefined;
   scatterv(comm: number, send: View | null, sendBytes: Float64Array | null, sendDispls: Float64Array | null,
-    recv: View | null, recvBytes: number, root: number): void;
-  allgatherv(comm: number, send: View | null, sendBytes: number, recv: View, recvBytes: Float64Array, recvDispls: Float64Array): void;
+    recv: View | null, recvBytes: number, root: number, mode: number): number | undefined;
+  allgatherv(comm: number, send: View | null, sendBytes: number, recv: View, recvBytes: Float64Array, recvDispls: Float64Array, mode: number): number | undefined;
   alltoallv(comm: number, send: View | null, sendBytes: Float64Array | null, sendDispls: Float64Array | null,
-    recv: View, recvBytes: Float64Array, recvDispls: Float64Array): void;
+    recv: View, recvBytes: Float64Array, recvDispls: Float64Array, mode: number): number | undefined;
   /** counts in items, one per rank. */
-  reduceScatter(comm: number, send: View | null, recv: View, counts: Float64Array, type: number, op: number, user?: UserOpSpec): void;
-  scan(comm: number, send: View | null, recv: View, count: number, type: number, op: number, exclusive: boolean, user?: UserOpSpec): void;
+  reduceScatter(comm: number, send: View | null, recv: View, counts: Float64Array, type: number, op: number, user: UserOpSpec | undefined, mode: number): number | undefined;
+  scan(comm: number, send: View | null, recv: View, count: number, type: number, op: number, exclusive: boolean, user: UserOpSpec | undefined, mode: number): number | undefined;
+
+  // progress engine (lib/request.ts)
+  /** fn() runs on the main thread when requests may have completed. */
+  setProgressCallback(fn: () => void): void;
+  /** Completed nonblocking requests: [id, errorOrNull, ...]. */
+  drain(): unknown[];
+  /** undefined while in flight, else null or the MPIError; never blocks. */
+  test(id: number): Error | null | undefined;
+  /** Blocks until done: null or the MPIError. */
+  wait(id: number): Error | null;
+  /** Blocks until one is done; returns its index. */
+  waitAny(ids: number[]): number;
+  /** A new round of a persistent request: its request id. */
+  start(template: number): number;
+  freeTemplate(template: number): void;
 
   /** out = a op b over `count` items of basic type `type` (or of a user op). */
   reduceLocals(a: View, b: View, out: View, count: number, type: number, op: number, user?: UserOpSpec): void;

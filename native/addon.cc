@@ -1,6 +1,7 @@
 // Registration only: each Node environment gets its own State.
 #include <napi.h>
 
+#include "napi/progress.h"
 #include "napi/state.h"
 
 namespace {
@@ -10,6 +11,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   nodempi::napi::register_runtime(env, exports);
   nodempi::napi::register_comm(env, exports);
   nodempi::napi::register_vcoll(env, exports);
+  nodempi::napi::register_datatype(env, exports);
+  nodempi::napi::register_progress(env, exports);
   nodempi::napi::register_launcher(env, exports);
   nodempi::napi::register_local(env, exports);
   return exports;

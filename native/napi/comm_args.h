@@ -3,12 +3,13 @@
 #pragma once
 #include <napi.h>
 
-#include <optional>
+#include <memory>
 #include <string>
 
 #include "core/coll/coll.h"
 #include "napi/args.h"
 #include "napi/state.h"
+#include "napi/progress.h"
 #include "napi/user_op.h"
 
 namespace nodempi::napi {
@@ -31,9 +32,9 @@ inline uint32_t root_arg(const Napi::CallbackInfo& info, size_t i, const coll::C
 // The op argument: a predefined op number, or -1 with a user-op spec in
 // argument `user_i` (lib/op.ts builds it).
 inline coll::Combiner combiner_arg(const Napi::CallbackInfo& info, size_t type_i, size_t op_i, size_t user_i,
-                            std::optional<UserOp>& user, const char* call) {
+                                   std::shared_ptr<UserOp>& user, const char* call) {
   if (info[op_i].As<Napi::Number>().Int32Value() < 0) {
-    user.emplace(info.Env(), info[user_i].As<Napi::Object>());
+    user = std::make_shared<UserOp>(info.Env(), info[user_i].As<Napi::Object>());
     return user->combiner();
   }
   uint32_t type = u32_arg(info, type_i), op = u32_arg(info, op_i);
@@ -45,13 +46,7 @@ inline coll::Combiner combiner_arg(const Napi::CallbackInfo& info, size_t type_i
   return {fn, kernels::type_size(kernels::TypeId(type))};
 }
 
-template <typename F>
-inline void run(Napi::Env env, F&& body) {
-  try {
-    body();
-  } catch (const CoreError& e) {
-    throw_mpi(env, e.error_class(), e.what());
-  }
-}
+// The communicator handle (argument 0) for the job.
+inline uint32_t comm_handle(const Napi::CallbackInfo& info) { return u32_arg(info, 0); }
 
 }  // namespace nodempi::napi

@@ -1,34 +1,38 @@
 // Collective entry points: unwrap, re-check sizes cheaply, run the core
 // algorithm on the calling thread, map core errors to MPIError.
-#include <optional>
 #include <string>
 
 #include "core/coll/coll.h"
 #include "napi/args.h"
 #include "napi/comm_args.h"
 #include "napi/state.h"
+#include "napi/progress.h"
 #include "napi/user_op.h"
 
 namespace nodempi::napi {
 namespace {
 
-// barrier(h)
-void Barrier(const Napi::CallbackInfo& info) {
-  coll::Context& c = context_arg(info, "barrier");
-  run(info.Env(), [&] { coll::barrier(c); });
+// Every binding takes a trailing mode (napi/progress.h) and returns
+// undefined, or a request id when nonblocking or persistent.
+
+// barrier(h, mode)
+Napi::Value Barrier(const Napi::CallbackInfo& info) {
+  coll::Context* c = &context_arg(info, "barrier");
+  return dispatch(info, {comm_handle(info), [c] { coll::barrier(*c); }, nullptr});
 }
 
-// bcast(h, buf, bytes, root)
-void Bcast(const Napi::CallbackInfo& info) {
+// bcast(h, buf, bytes, root, mode)
+Napi::Value Bcast(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "bcast");
   size_t bytes = size_arg(info, 2, "bcast", "byte count");
   Bytes buf = need_bytes(info, 1, bytes, "bcast", "buffer");
   uint32_t root = root_arg(info, 3, c, "bcast");
-  run(info.Env(), [&] { coll::bcast(c, buf.data, bytes, root); });
+  coll::Context* cp = &c;
+  return dispatch(info, {comm_handle(info), [cp, buf, bytes, root] { coll::bcast(*cp, buf.data, bytes, root); }, nullptr});
 }
 
-// gather(h, send|null, recv|null, bytes, root)
-void Gather(const Napi::CallbackInfo& info) {
+// gather(h, send|null, recv|null, bytes, root, mode)
+Napi::Value Gather(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "gather");
   size_t bytes = size_arg(info, 3, "gather", "byte count");
   uint32_t root = root_arg(info, 4, c, "gather");
@@ -36,11 +40,12 @@ void Gather(const Napi::CallbackInfo& info) {
   Bytes send = at_root ? bytes_arg(info, 1, "gather", "send buffer") : need_bytes(info, 1, bytes, "gather", "send buffer");
   if (send.data && send.length < bytes) need_bytes(info, 1, bytes, "gather", "send buffer");
   Bytes recv = at_root ? need_bytes(info, 2, bytes * c.size(), "gather", "receive buffer") : Bytes{nullptr, 0};
-  run(info.Env(), [&] { coll::gather(c, send.data, recv.data, bytes, root); });
+  coll::Context* cp = &c;
+  return dispatch(info, {comm_handle(info), [=] { coll::gather(*cp, send.data, recv.data, bytes, root); }, nullptr});
 }
 
-// scatter(h, send|null, recv|null, bytes, root)
-void Scatter(const Napi::CallbackInfo& info) {
+// scatter(h, send|null, recv|null, bytes, root, mode)
+Napi::Value Scatter(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "scatter");
   size_t bytes = size_arg(info, 3, "scatter", "byte count");
   uint32_t root = root_arg(info, 4, c, "scatter");
@@ -48,34 +53,37 @@ void Scatter(const Napi::CallbackInfo& info) {
   Bytes send = at_root ? need_bytes(info, 1, bytes * c.size(), "scatter", "send buffer") : Bytes{nullptr, 0};
   Bytes recv = at_root ? bytes_arg(info, 2, "scatter", "receive buffer") : need_bytes(info, 2, bytes, "scatter", "receive buffer");
   if (recv.data && recv.length < bytes) need_bytes(info, 2, bytes, "scatter", "receive buffer");
-  run(info.Env(), [&] { coll::scatter(c, send.data, recv.data, bytes, root); });
+  coll::Context* cp = &c;
+  return dispatch(info, {comm_handle(info), [=] { coll::scatter(*cp, send.data, recv.data, bytes, root); }, nullptr});
 }
 
-// allgather(h, send|null, recv, bytes)
-void Allgather(const Napi::CallbackInfo& info) {
+// allgather(h, send|null, recv, bytes, mode)
+Napi::Value Allgather(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "allgather");
   size_t bytes = size_arg(info, 3, "allgather", "byte count");
   Bytes send = bytes_arg(info, 1, "allgather", "send buffer");
   if (send.data && send.length < bytes) need_bytes(info, 1, bytes, "allgather", "send buffer");
   Bytes recv = need_bytes(info, 2, bytes * c.size(), "allgather", "receive buffer");
-  run(info.Env(), [&] { coll::allgather(c, send.data, recv.data, bytes); });
+  coll::Context* cp = &c;
+  return dispatch(info, {comm_handle(info), [=] { coll::allgather(*cp, send.data, recv.data, bytes); }, nullptr});
 }
 
-// alltoall(h, send|null, recv, bytes)
-void Alltoall(const Napi::CallbackInfo& info) {
+// alltoall(h, send|null, recv, bytes, mode)
+Napi::Value Alltoall(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "alltoall");
   size_t bytes = size_arg(info, 3, "alltoall", "byte count");
   Bytes send = bytes_arg(info, 1, "alltoall", "send buffer");
   if (send.data) need_bytes(info, 1, bytes * c.size(), "alltoall", "send buffer");
   Bytes recv = need_bytes(info, 2, bytes * c.size(), "alltoall", "receive buffer");
-  run(info.Env(), [&] { coll::alltoall(c, send.data, recv.data, bytes); });
+  coll::Context* cp = &c;
+  return dispatch(info, {comm_handle(info), [=] { coll::alltoall(*cp, send.data, recv.data, bytes); }, nullptr});
 }
 
-// reduce(h, send|null, recv|null, count, type, op, root, user?)
-void Reduce(const Napi::CallbackInfo& info) {
+// reduce(h, send|null, recv|null, count, type, op, root, user?, mode)
+Napi::Value Reduce(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "reduce");
   size_t count = size_arg(info, 3, "reduce", "count");
-  std::optional<UserOp> user;
+  std::shared_ptr<UserOp> user;
   coll::Combiner op = combiner_arg(info, 4, 5, 7, user, "reduce");
   uint32_t root = root_arg(info, 6, c, "reduce");
   bool at_root = c.rank() == root;
@@ -83,26 +91,32 @@ void Reduce(const Napi::CallbackInfo& info) {
   Bytes send = bytes_arg(info, 1, "reduce", "send buffer");
   if (send.data || !at_root) need_bytes(info, 1, bytes, "reduce", "send buffer");
   Bytes recv = at_root ? need_bytes(info, 2, bytes, "reduce", "receive buffer") : Bytes{nullptr, 0};
-  run(info.Env(), [&] {
-    coll::reduce(c, send.data, recv.data, count, op, root);
-    if (user) user->settle(c, "reduce");
-  });
+  coll::Context* cp = &c;
+  UserOp* u = user.get();
+  return dispatch(info, {comm_handle(info), [=] {
+                           coll::reduce(*cp, send.data, recv.data, count, op, root);
+                           if (u) u->settle(*cp, "reduce");
+                         },
+                         user});
 }
 
-// allreduce(h, send|null, recv, count, type, op, user?)
-void Allreduce(const Napi::CallbackInfo& info) {
+// allreduce(h, send|null, recv, count, type, op, user?, mode)
+Napi::Value Allreduce(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "allreduce");
   size_t count = size_arg(info, 3, "allreduce", "count");
-  std::optional<UserOp> user;
+  std::shared_ptr<UserOp> user;
   coll::Combiner op = combiner_arg(info, 4, 5, 6, user, "allreduce");
   size_t bytes = count * op.item;
   Bytes send = bytes_arg(info, 1, "allreduce", "send buffer");
   if (send.data) need_bytes(info, 1, bytes, "allreduce", "send buffer");
   Bytes recv = need_bytes(info, 2, bytes, "allreduce", "receive buffer");
-  run(info.Env(), [&] {
-    coll::allreduce(c, send.data, recv.data, count, op);
-    if (user) user->settle(c, "allreduce");
-  });
+  coll::Context* cp = &c;
+  UserOp* u = user.get();
+  return dispatch(info, {comm_handle(info), [=] {
+                           coll::allreduce(*cp, send.data, recv.data, count, op);
+                           if (u) u->settle(*cp, "allreduce");
+                         },
+                         user});
 }
 
 // commInfo(h) -> [rank, size]

@@ -28,7 +28,7 @@ void ReduceLocals(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   size_t count = size_arg(info, 3, "reduceLocals", "count");
   if (info[5].As<Napi::Number>().Int32Value() < 0) {
-    UserOp user(env, info[6].As<Napi::Object>());
+    UserOp user(env, info[6].As<Napi::Object>());  // main thread: called directly
     size_t bytes = count * user.combiner().item;
     Bytes a = need_bytes(info, 0, bytes, "reduceLocals", "inbuf");
     Bytes b = need_bytes(info, 1, bytes, "reduceLocals", "argbuf");

@@ -6,6 +6,7 @@
 
 #include "core/kernels/kernels.h"
 #include "napi/args.h"
+#include "napi/progress.h"
 #include "napi/state.h"
 
 namespace nodempi::napi {
@@ -43,9 +44,17 @@ void Init(const Napi::CallbackInfo& info) {
 
 void Finalize(const Napi::CallbackInfo& info) {
   State& st = State::of(info.Env());
+  destroy_progress(info.Env());
+  st.finalized = true;
+  if (st.keep_segment) {
+    // A progress thread still runs a collective over these; the process is
+    // ending, so leave them to it.
+    for (auto& c : st.contexts) c.release();
+    st.segment.release();
+    return;
+  }
   st.contexts.clear();
   st.segment.reset();
-  st.finalized = true;
 }
 
 // abort(): marks the job failed, so peers blocked in a collective stop

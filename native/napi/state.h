@@ -11,6 +11,8 @@
 
 namespace nodempi::napi {
 
+struct Progress;  // napi/progress.cc
+
 struct State {
   std::unique_ptr<transport::Segment> segment;  // null for a singleton
   uint32_t world_rank = 0;
@@ -21,7 +23,9 @@ struct State {
   std::vector<std::unique_ptr<coll::Context>> contexts;
   // Segments the launcher created, by handle.
   std::vector<std::unique_ptr<transport::Segment>> launched;
-  Napi::FunctionReference make_error;  // (errorClass, message) => MPIError
+  Napi::FunctionReference make_error;  // (errorClass, message, cause) => MPIError
+  Progress* progress = nullptr;        // created at the first nonblocking call
+  bool keep_segment = false;           // a progress thread may still use it
 
   static State& of(Napi::Env env) { return *env.GetInstanceData<State>(); }
 };
@@ -29,6 +33,8 @@ struct State {
 void register_runtime(Napi::Env env, Napi::Object exports);
 void register_comm(Napi::Env env, Napi::Object exports);
 void register_vcoll(Napi::Env env, Napi::Object exports);
+void register_datatype(Napi::Env env, Napi::Object exports);
+void register_progress(Napi::Env env, Napi::Object exports);
 void register_launcher(Napi::Env env, Napi::Object exports);
 void register_local(Napi::Env env, Napi::Object exports);
 

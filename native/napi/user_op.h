@@ -1,6 +1,8 @@
-// Calling a user-defined op (a JS function) from a collective running on the
-// main thread. The function sees the operands as TypedArrays or DataViews
-// over the memory the collective reduces in: no copy in, no copy out.
+// Calling a user-defined op (a JS function) from a collective. The function
+// sees the operands as TypedArrays or DataViews over the memory the
+// collective reduces in: no copy in, no copy out. On the main thread it is
+// called directly; from a progress thread the call is handed to the main
+// thread (napi/progress.h), which runs it while the worker waits.
 #pragma once
 #include <napi.h>
 
@@ -10,33 +12,40 @@
 
 namespace nodempi::napi {
 
+struct Progress;
+
 class UserOp {
  public:
   // `spec` is { fn, datatype, kind, item } from lib/: kind is the
   // napi_typedarray_type to present the items as, or -1 for DataViews;
-  // item is the datatype's extent.
+  // item is the datatype's extent. Holds references, so it must be created
+  // and destroyed on the main thread.
   UserOp(Napi::Env env, Napi::Object spec);
 
   coll::Combiner combiner() { return {nullptr, item_, &UserOp::call, this}; }
   bool failed() const { return failed_; }
-  // The value the function threw (undefined when it did not).
-  Napi::Value error() const { return error_.IsEmpty() ? Napi::Value() : error_.Value(); }
+  // The value the function threw (undefined when it did not); main thread.
+  Napi::Value error() const;
 
-  // After the collective: every rank learns whether a user op threw on any
-  // rank and throws on every rank if so; the rank where it happened carries
-  // the thrown value as the MPIError's cause.
+  // After the collective, on the thread that ran it: every rank learns
+  // whether the op threw on any rank; if so this throws CoreError(OTHER)
+  // naming the rank, on every rank. The MPIError built from it on the main
+  // thread carries error() as its cause where it happened.
   void settle(coll::Context& c, const char* call);
 
  private:
   static void call(void* self, const void* a, const void* b, void* out, size_t n);
-  Napi::Value view(Napi::ArrayBuffer buffer, size_t n) const;
+  void call_here(const void* a, void* out, size_t n);
+  Napi::Value view(Napi::ArrayBuffer buffer) const;
 
   Napi::Env env_;
-  Napi::Function fn_;
-  Napi::Value datatype_;
+  Progress* progress_;
+  Napi::FunctionReference fn_;
+  Napi::ObjectReference datatype_;
   int kind_;
   size_t item_;
   bool failed_ = false;
+  std::string failure_;  // the thrown value's message, for the error text
   Napi::Reference<Napi::Value> error_;
 };
 

@@ -2,7 +2,6 @@
 // displacements arrive as Float64Arrays of bytes (lib/ converts elements);
 // every block is re-checked against its buffer before the core runs.
 #include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,8 +44,8 @@ void check_blocks(const Napi::CallbackInfo& info, const Bytes& buf, const std::v
   }
 }
 
-// gatherv(h, send|null, sendBytes, recv|null, recvBytes|null, recvDispls|null, root)
-void Gatherv(const Napi::CallbackInfo& info) {
+// gatherv(h, send|null, sendBytes, recv|null, recvBytes|null, recvDispls|null, root, mode)
+Napi::Value Gatherv(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "gatherv");
   size_t send_bytes = size_arg(info, 2, "gatherv", "send byte count");
   uint32_t root = root_arg(info, 6, c, "gatherv");
@@ -60,11 +59,15 @@ void Gatherv(const Napi::CallbackInfo& info) {
     rd = sizes_arg(info, 5, c.size(), "gatherv", "receive displacements");
     check_blocks(info, recv, rb, rd, "gatherv", "receive buffer");
   }
-  run(info.Env(), [&] { coll::gatherv(c, send.data, send_bytes, recv.data, rb.data(), rd.data(), root); });
+  coll::Context* cp = &c;
+  return dispatch(info, {comm_handle(info), [=] {
+                           coll::gatherv(*cp, send.data, send_bytes, recv.data, rb.data(), rd.data(), root);
+                         },
+                         nullptr});
 }
 
-// scatterv(h, send|null, sendBytes|null, sendDispls|null, recv|null, recvBytes, root)
-void Scatterv(const Napi::CallbackInfo& info) {
+// scatterv(h, send|null, sendBytes|null, sendDispls|null, recv|null, recvBytes, root, mode)
+Napi::Value Scatterv(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "scatterv");
   size_t recv_bytes = size_arg(info, 5, "scatterv", "receive byte count");
   uint32_t root = root_arg(info, 6, c, "scatterv");
@@ -78,11 +81,15 @@ void Scatterv(const Napi::CallbackInfo& info) {
     sd = sizes_arg(info, 3, c.size(), "scatterv", "send displacements");
     check_blocks(info, send, sb, sd, "scatterv", "send buffer");
   }
-  run(info.Env(), [&] { coll::scatterv(c, send.data, sb.data(), sd.data(), recv.data, recv_bytes, root); });
+  coll::Context* cp = &c;
+  return dispatch(info, {comm_handle(info), [=] {
+                           coll::scatterv(*cp, send.data, sb.data(), sd.data(), recv.data, recv_bytes, root);
+                         },
+                         nullptr});
 }
 
-// allgatherv(h, send|null, sendBytes, recv, recvBytes, recvDispls)
-void Allgatherv(const Napi::CallbackInfo& info) {
+// allgatherv(h, send|null, sendBytes, recv, recvBytes, recvDispls, mode)
+Napi::Value Allgatherv(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "allgatherv");
   size_t send_bytes = size_arg(info, 2, "allgatherv", "send byte count");
   Bytes send = bytes_arg(info, 1, "allgatherv", "send buffer");
@@ -91,11 +98,15 @@ void Allgatherv(const Napi::CallbackInfo& info) {
   std::vector<size_t> rb = sizes_arg(info, 4, c.size(), "allgatherv", "receive counts");
   std::vector<size_t> rd = sizes_arg(info, 5, c.size(), "allgatherv", "receive displacements");
   check_blocks(info, recv, rb, rd, "allgatherv", "receive buffer");
-  run(info.Env(), [&] { coll::allgatherv(c, send.data, send_bytes, recv.data, rb.data(), rd.data()); });
+  coll::Context* cp = &c;
+  return dispatch(info, {comm_handle(info), [=] {
+                           coll::allgatherv(*cp, send.data, send_bytes, recv.data, rb.data(), rd.data());
+                         },
+                         nullptr});
 }
 
-// alltoallv(h, send|null, sendBytes|null, sendDispls|null, recv, recvBytes, recvDispls)
-void Alltoallv(const Napi::CallbackInfo& info) {
+// alltoallv(h, send|null, sendBytes|null, sendDispls|null, recv, recvBytes, recvDispls, mode)
+Napi::Value Alltoallv(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "alltoallv");
   Bytes send = bytes_arg(info, 1, "alltoallv", "send buffer");
   std::vector<size_t> sb, sd;
@@ -108,13 +119,17 @@ void Alltoallv(const Napi::CallbackInfo& info) {
   std::vector<size_t> rb = sizes_arg(info, 5, c.size(), "alltoallv", "receive counts");
   std::vector<size_t> rd = sizes_arg(info, 6, c.size(), "alltoallv", "receive displacements");
   check_blocks(info, recv, rb, rd, "alltoallv", "receive buffer");
-  run(info.Env(), [&] { coll::alltoallv(c, send.data, sb.data(), sd.data(), recv.data, rb.data(), rd.data()); });
+  coll::Context* cp = &c;
+  return dispatch(info, {comm_handle(info), [=] {
+                           coll::alltoallv(*cp, send.data, sb.data(), sd.data(), recv.data, rb.data(), rd.data());
+                         },
+                         nullptr});
 }
 
-// reduceScatter(h, send|null, recv, counts (items), type, op, user?)
-void ReduceScatter(const Napi::CallbackInfo& info) {
+// reduceScatter(h, send|null, recv, counts (items), type, op, user?, mode)
+Napi::Value ReduceScatter(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "reduceScatter");
-  std::optional<UserOp> user;
+  std::shared_ptr<UserOp> user;
   coll::Combiner op = combiner_arg(info, 4, 5, 6, user, "reduceScatter");
   std::vector<size_t> counts = sizes_arg(info, 3, c.size(), "reduceScatter", "receive counts");
   size_t total = 0;
@@ -122,27 +137,33 @@ void ReduceScatter(const Napi::CallbackInfo& info) {
   Bytes send = bytes_arg(info, 1, "reduceScatter", "send buffer");
   if (send.data) need_bytes(info, 1, total * op.item, "reduceScatter", "send buffer");
   Bytes recv = need_bytes(info, 2, (send.data ? counts[c.rank()] : total) * op.item, "reduceScatter", "receive buffer");
-  run(info.Env(), [&] {
-    coll::reduce_scatter(c, send.data, recv.data, counts.data(), op);
-    if (user) user->settle(c, "reduceScatter");
-  });
+  coll::Context* cp = &c;
+  UserOp* u = user.get();
+  return dispatch(info, {comm_handle(info), [=] {
+                           coll::reduce_scatter(*cp, send.data, recv.data, counts.data(), op);
+                           if (u) u->settle(*cp, "reduceScatter");
+                         },
+                         user});
 }
 
-// scan(h, send|null, recv, count, type, op, exclusive, user?)
-void Scan(const Napi::CallbackInfo& info) {
+// scan(h, send|null, recv, count, type, op, exclusive, user?, mode)
+Napi::Value Scan(const Napi::CallbackInfo& info) {
   bool exclusive = info[6].ToBoolean();
   const char* call = exclusive ? "exscan" : "scan";
   coll::Context& c = context_arg(info, call);
   size_t count = size_arg(info, 3, call, "count");
-  std::optional<UserOp> user;
+  std::shared_ptr<UserOp> user;
   coll::Combiner op = combiner_arg(info, 4, 5, 7, user, call);
   Bytes send = bytes_arg(info, 1, call, "send buffer");
   if (send.data) need_bytes(info, 1, count * op.item, call, "send buffer");
   Bytes recv = need_bytes(info, 2, count * op.item, call, "receive buffer");
-  run(info.Env(), [&] {
-    coll::scan(c, send.data, recv.data, count, op, exclusive);
-    if (user) user->settle(c, call);
-  });
+  coll::Context* cp = &c;
+  UserOp* u = user.get();
+  return dispatch(info, {comm_handle(info), [=] {
+                           coll::scan(*cp, send.data, recv.data, count, op, exclusive);
+                           if (u) u->settle(*cp, call);
+                         },
+                         user});
 }
 
 }  // namespace

@@ -1,0 +1,208 @@
+/**
+ * Requests of nonblocking and persistent collectives. The native progress
+ * engine runs them on a thread per communicator; completions reach the main
+ * thread through the event loop (for `await`) or through test()/wait().
+ */
+import { UNDEFINED } from './constants.js';
+import { describe, fail, MPIError } from './errors.js';
+import { native } from './native.js';
+
+/** @internal How a collective binding is asked to run. */
+export const enum Mode {
+  BLOCKING = 0,
+  NONBLOCKING = 1,
+  PERSISTENT = 2,
+}
+
+// Requests in flight by native id. Holding them here keeps their buffers
+// alive until completion even if the caller drops the Request.
+const inflight = new Map<number, Request>();
+let callbackSet = false;
+
+function deliver(): void {
+  const done = native.drain();
+  for (let i = 0; i < done.length; i += 2) {
+    inflight.get(done[i] as number)?._complete(done[i + 1] as Error | null);
+  }
+}
+
+function track(id: number, req: Request): void {
+  if (!callbackSet) {
+    native.setProgressCallback(deliver);
+    callbackSet = true;
+  }
+  inflight.set(id, req);
+}
+
+/**
+ * A nonblocking operation in flight (MPI_Request). Awaitable: `await req`
+ * completes without blocking the event loop; a failed operation rejects with
+ * an MPIError.
+ */
+export class Request implements PromiseLike<void> {
+  #id: number;
+  #keep: unknown[] | null;
+  #completed: boolean;
+  #error: Error | null = null;
+  #promise: Promise<void> | null = null;
+  #settle: ((err: Error | null) => void) | null = null;
+
+  /** @internal */
+  constructor(id: number, keep: unknown[], active = true) {
+    this.#id = id;
+    this.#keep = keep;
+    this.#completed = !active;
+    if (active) track(id, this);
+  }
+
+  /** True once the operation has completed (successfully or not). */
+  get completed(): boolean {
+    return this.#completed;
+  }
+
+  /** MPI_Test: completes the request if it can; never blocks. Throws if it failed. */
+  test(): boolean {
+    if (!this.#completed) {
+      const r = native.test(this.#id);
+      if (r === undefined) return false;
+      this._complete(r);
+    }
+    this.#throwIfFailed();
+    return true;
+  }
+
+  /** MPI_Wait: blocks the calling thread until complete. Throws if it failed. */
+  wait(): void {
+    if (!this.#completed) this._complete(native.wait(this.#id));
+    this.#throwIfFailed();
+  }
+
+  then<T1 = void, T2 = never>(
+    onfulfilled?: ((value: void) => T1 | PromiseLike<T1>) | null,
+    onrejected?: ((reason: unknown) => T2 | PromiseLike<T2>) | null,
+  ): Promise<T1 | T2> {
+    if (!this.#promise) {
+      this.#promise = this.#completed
+        ? (this.#error ? Promise.reject(this.#error) : Promise.resolve())
+        : new Promise<void>((resolve, reject) => {
+            this.#settle = (err) => (err ? reject(err) : resolve());
+          });
+    }
+    return this.#promise.then(onfulfilled, onrejected);
+  }
+
+  /** @internal Called once per round when the engine reports completion. */
+  _complete(err: Error | null): void {
+    if (this.#completed) return;
+    this.#completed = true;
+    this.#error = err;
+    inflight.delete(this.#id);
+    if (!(this instanceof PersistentRequest)) this.#keep = null;
+    const settle = this.#settle;
+    this.#settle = null;
+    settle?.(err);
+  }
+
+  /** @internal Starts a new round under a new native id (persistent requests). */
+  protected _restart(id: number): void {
+    this.#id = id;
+    this.#completed = false;
+    this.#error = null;
+    this.#promise = null;
+    this.#settle = null;
+    track(id, this);
+  }
+
+  #throwIfFailed(): void {
+    if (this.#error) throw this.#error;
+  }
+
+  /** MPI_Waitall: waits for every request; throws the first failure after all have completed. */
+  static waitAll(reqs: Request[]): void {
+    checkList('Request.waitAll', reqs);
+    let first: unknown = null;
+    for (const r of reqs) {
+      try {
+        r.wait();
+      } catch (err) {
+        first ??= err;
+      }
+    }
+    if (first) throw first;
+  }
+
+  /** MPI_Testall: true when every request has completed; never blocks. */
+  static testAll(reqs: Request[]): boolean {
+    checkList('Request.testAll', reqs);
+    let all = true;
+    for (const r of reqs) all = r.test() && all;
+    return all;
+  }
+
+  /**
+   * MPI_Waitany: blocks until one request completes and returns its index
+   * (mpi.UNDEFINED for an empty list or one with no active request).
+   */
+  static waitAny(reqs: Request[]): number {
+    checkList('Request.waitAny', reqs);
+    const active: number[] = [];
+    for (let i = 0; i < reqs.length; i++) {
+      if (!reqs[i]!.completed) active.push(i);
+    }
+    if (active.length === 0) return UNDEFINED;
+    for (const i of active) {
+      if (reqs[i]!.test()) return i;
+    }
+    const k = native.waitAny(active.map((i) => reqs[i]!.#id));
+    const i = active[k]!;
+    reqs[i]!.wait();
+    return i;
+  }
+}
+
+/**
+ * A persistent collective (MPI_*_init): inactive until start(), which runs
+ * one round; complete it with wait()/test()/await before starting again.
+ */
+export class PersistentRequest extends Request {
+  #template: number;
+  #freed = false;
+
+  /** @internal */
+  constructor(template: number, keep: unknown[]) {
+    super(-template, keep, false);
+    this.#template = template;
+  }
+
+  /** MPI_Start: begins one round. Every rank starts its requests in the same order. */
+  start(): this {
+    if (this.#freed) fail('ERR_REQUEST', 'PersistentRequest.start', 'the request has been freed');
+    if (!this.completed) fail('ERR_REQUEST', 'PersistentRequest.start', 'the previous round is still active; wait for it first');
+    this._restart(native.start(this.#template));
+    return this;
+  }
+
+  /** MPI_Startall. */
+  static startAll(reqs: PersistentRequest[]): void {
+    checkList('PersistentRequest.startAll', reqs);
+    for (const r of reqs) {
+      if (!(r instanceof PersistentRequest)) fail('ERR_REQUEST', 'PersistentRequest.startAll', `${describe(r)} is not a PersistentRequest`);
+    }
+    for (const r of reqs) r.start();
+  }
+
+  /** MPI_Request_free: releases an inactive persistent request. */
+  free(): void {
+    if (this.#freed) return;
+    if (!this.completed) fail('ERR_REQUEST', 'PersistentRequest.free', 'the request is active; wait for it before freeing it');
+    this.#freed = true;
+    native.freeTemplate(this.#template);
+  }
+}
+
+function checkList(call: string, reqs: unknown): asserts reqs is Request[] {
+  if (!Array.isArray(reqs)) fail('ERR_REQUEST', call, `expected an array of Requests, got ${describe(reqs)}`);
+  reqs.forEach((r, i) => {
+    if (!(r instanceof Request)) throw new MPIError('ERR_REQUEST', `${call}: element ${i} is ${describe(r)}, not a Request`);
+  });
+}

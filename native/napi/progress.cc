@@ -1,0 +1,338 @@
+#include "napi/progress.h"
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/progress/lane.h"
+#include "napi/args.h"
+#include "napi/errors.h"
+#include "napi/state.h"
+
+namespace nodempi::napi {
+
+namespace {
+
+// A JavaScript call a progress thread needs made on the main thread.
+struct MainCall {
+  std::function<void()> fn;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+};
+
+struct Pending {
+  std::shared_ptr<progress::Op> op;
+  std::shared_ptr<UserOp> user;
+  uint32_t comm;
+};
+
+}  // namespace
+
+struct Progress {
+  std::thread::id main = std::this_thread::get_id();
+  std::vector<std::unique_ptr<progress::Lane>> lanes;  // by communicator handle
+  std::unordered_map<uint64_t, Pending> pending;       // nonblocking requests
+  std::unordered_map<uint64_t, Job> templates;         // persistent requests
+  uint64_t next_id = 1;
+  progress::Signal signal;  // raised on every completion and main-thread call
+  std::mutex mail_mu;
+  std::deque<MainCall*> mail;
+  Napi::ThreadSafeFunction tsfn;  // wakes the event loop; calls lib's onProgress
+  bool tsfn_live = false;
+  bool tsfn_ref = false;
+  Napi::FunctionReference on_progress;
+};
+
+namespace {
+
+Progress& progress_of(Napi::Env env) {
+  State& st = State::of(env);
+  if (!st.progress) st.progress = new Progress;
+  return *st.progress;
+}
+
+void wake_loop(Progress& p) {
+  if (p.tsfn_live) p.tsfn.NonBlockingCall();
+}
+
+progress::Lane& lane_of(Napi::Env env, Progress& p, uint32_t comm) {
+  if (p.lanes.size() <= comm) p.lanes.resize(comm + 1);
+  if (!p.lanes[comm]) {
+    Progress* pp = &p;
+    p.lanes[comm] = std::make_unique<progress::Lane>([pp](const std::shared_ptr<progress::Op>&) {
+      pp->signal.raise();
+      wake_loop(*pp);
+    });
+  }
+  return *p.lanes[comm];
+}
+
+void service_mail(Progress& p) {
+  for (;;) {
+    MainCall* call;
+    {
+      std::lock_guard<std::mutex> lk(p.mail_mu);
+      if (p.mail.empty()) return;
+      call = p.mail.front();
+      p.mail.pop_front();
+    }
+    call->fn();
+    {
+      std::lock_guard<std::mutex> lk(call->mu);
+      call->done = true;
+    }
+    call->cv.notify_one();
+  }
+}
+
+// Blocks the main thread until `op` is done, running it (and what precedes
+// it on its lane) here when no progress thread is, and serving JavaScript
+// calls the progress threads ask for meanwhile.
+void wait_done(Progress& p, progress::Lane& lane, const progress::Op* op) {
+  for (;;) {
+    uint32_t seen = p.signal.value();
+    if (lane.help(op)) return;
+    service_mail(p);
+    if (op->state.load(std::memory_order_acquire) == progress::Op::DONE) return;
+    p.signal.wait(seen, 1000 * 1000);
+  }
+}
+
+// The MPIError for a finished op, or null; main thread.
+Napi::Value outcome(Napi::Env env, const progress::Op& op, const std::shared_ptr<UserOp>& user) {
+  if (op.error == ErrorClass::SUCCESS) return env.Null();
+  Napi::Value cause = user && user->failed() ? user->error() : Napi::Value();
+  return mpi_error(env, op.error, op.message, cause).Value();
+}
+
+std::shared_ptr<progress::Op> make_op(Progress& p, const Job& job) {
+  auto op = std::make_shared<progress::Op>();
+  op->id = p.next_id++;
+  op->body = job.body;
+  return op;
+}
+
+uint64_t enqueue(Napi::Env env, Progress& p, const Job& job) {
+  auto op = make_op(p, job);
+  p.pending.emplace(op->id, Pending{op, job.user, job.comm});
+  if (p.tsfn_live && !p.tsfn_ref) {
+    p.tsfn.Ref(env);
+    p.tsfn_ref = true;
+  }
+  lane_of(env, p, job.comm).submit(op);
+  return op->id;
+}
+
+uint64_t id_arg(const Napi::CallbackInfo& info, size_t i) {
+  return uint64_t(info[i].As<Napi::Number>().Int64Value());
+}
+
+}  // namespace
+
+Mode mode_arg(const Napi::CallbackInfo& info) {
+  return Mode(info[info.Length() - 1].As<Napi::Number>().Int32Value());
+}
+
+Progress* progress_for(Napi::Env env) { return &progress_of(env); }
+
+bool on_main_thread(const Progress* p) { return std::this_thread::get_id() == p->main; }
+
+void run_on_main(Progress* pp, std::function<void()> fn) {
+  Progress& p = *pp;
+  MainCall call;
+  call.fn = std::move(fn);
+  {
+    std::lock_guard<std::mutex> lk(p.mail_mu);
+    p.mail.push_back(&call);
+  }
+  p.signal.raise();
+  wake_loop(p);
+  std::unique_lock<std::mutex> lk(call.mu);
+  call.cv.wait(lk, [&] { return call.done; });
+}
+
+Napi::Value dispatch(const Napi::CallbackInfo& info, Job job) {
+  Napi::Env env = info.Env();
+  State& st = State::of(env);
+  switch (mode_arg(info)) {
+    case Mode::NONBLOCKING:
+      return Napi::Number::New(env, double(enqueue(env, progress_of(env), job)));
+    case Mode::PERSISTENT: {
+      Progress& p = progress_of(env);
+      uint64_t id = p.next_id++;
+      p.templates.emplace(id, std::move(job));
+      return Napi::Number::New(env, double(id));
+    }
+    case Mode::BLOCKING:
+      break;
+  }
+  // Blocking: straight on this thread unless earlier operations on the same
+  // communicator are still queued, in which case it waits its turn.
+  Progress* p = st.progress;
+  progress::Lane* lane = p && job.comm < p->lanes.size() ? p->lanes[job.comm].get() : nullptr;
+  std::unique_lock<std::mutex> hold;
+  if (!lane || lane->try_run_direct(hold)) {
+    try {
+      job.body();
+    } catch (const CoreError& e) {
+      Napi::Value cause = job.user && job.user->failed() ? job.user->error() : Napi::Value();
+      throw mpi_error(env, e.error_class(), e.what(), cause);
+    }
+    return env.Undefined();
+  }
+  auto op = make_op(*p, job);
+  lane->submit(op);
+  wait_done(*p, *lane, op.get());
+  Napi::Value err = outcome(env, *op, job.user);
+  if (!err.IsNull()) throw Napi::Error(env, err);
+  return env.Undefined();
+}
+
+void destroy_progress(Napi::Env env) {
+  State& st = State::of(env);
+  Progress* p = st.progress;
+  if (!p) return;
+  bool busy = false;
+  for (auto& lane : p->lanes) {
+    if (!lane) continue;
+    if (lane->busy()) {
+      // A collective some peer never joined: let its thread be, with the
+      // segment it uses (freeing either could crash it before exit).
+      busy = true;
+      lane.release();
+    }
+  }
+  if (p->tsfn_live) p->tsfn.Release();
+  if (busy) {
+    st.keep_segment = true;
+    return;  // Progress intentionally leaked with its running lanes
+  }
+  p->lanes.clear();
+  delete p;
+  st.progress = nullptr;
+}
+
+namespace {
+
+// setProgressCallback(fn): fn() runs on the main thread whenever requests
+// may have completed; it calls drain().
+void SetProgressCallback(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Progress& p = progress_of(env);
+  p.on_progress = Napi::Persistent(info[0].As<Napi::Function>());
+  if (!p.tsfn_live) {
+    Progress* pp = &p;
+    p.tsfn = Napi::ThreadSafeFunction::New(
+        env, Napi::Function::New(env, [pp](const Napi::CallbackInfo& i) {
+          service_mail(*pp);
+          if (!pp->on_progress.IsEmpty()) pp->on_progress.Call({});
+        }),
+        "nodempi progress", 0, 1);
+    p.tsfn_live = true;
+    p.tsfn.Unref(env);
+  }
+}
+
+// drain() -> [id, errorOrNull, id, errorOrNull, ...] for the nonblocking
+// requests that completed since the last call.
+Napi::Value Drain(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Progress& p = progress_of(env);
+  service_mail(p);
+  Napi::Array out = Napi::Array::New(env);
+  uint32_t k = 0;
+  for (auto it = p.pending.begin(); it != p.pending.end();) {
+    if (it->second.op->state.load(std::memory_order_acquire) == progress::Op::DONE) {
+      out.Set(k++, Napi::Number::New(env, double(it->first)));
+      out.Set(k++, outcome(env, *it->second.op, it->second.user));
+      it = p.pending.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (p.pending.empty() && p.tsfn_ref) {
+    p.tsfn.Unref(env);
+    p.tsfn_ref = false;
+  }
+  return out;
+}
+
+// test(id) -> undefined while in flight, else null or the MPIError. Never
+// blocks; serves pending JavaScript calls so user ops progress.
+Napi::Value Test(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Progress& p = progress_of(env);
+  service_mail(p);
+  auto it = p.pending.find(id_arg(info, 0));
+  if (it == p.pending.end()) return env.Null();  // already delivered
+  if (it->second.op->state.load(std::memory_order_acquire) != progress::Op::DONE) return env.Undefined();
+  Napi::Value result = outcome(env, *it->second.op, it->second.user);
+  p.pending.erase(it);
+  return result;
+}
+
+// wait(id) -> null or the MPIError; blocks the main thread.
+Napi::Value Wait(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Progress& p = progress_of(env);
+  auto it = p.pending.find(id_arg(info, 0));
+  if (it == p.pending.end()) return env.Null();
+  Pending pend = it->second;
+  wait_done(p, lane_of(env, p, pend.comm), pend.op.get());
+  p.pending.erase(pend.op->id);
+  return outcome(env, *pend.op, pend.user);
+}
+
+// waitAny(ids) -> index of a completed request (not consumed: lib then calls
+// wait on it). Blocks the main thread without spinning it.
+Napi::Value WaitAny(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Progress& p = progress_of(env);
+  Napi::Array ids = info[0].As<Napi::Array>();
+  for (;;) {
+    uint32_t seen = p.signal.value();
+    service_mail(p);
+    for (uint32_t i = 0; i < ids.Length(); ++i) {
+      auto it = p.pending.find(uint64_t(ids.Get(i).As<Napi::Number>().Int64Value()));
+      if (it == p.pending.end() || it->second.op->state.load(std::memory_order_acquire) == progress::Op::DONE) {
+        return Napi::Number::New(env, i);
+      }
+    }
+    // Let the first in-flight request's lane run here if its thread is idle.
+    auto it = p.pending.find(uint64_t(ids.Get(0u).As<Napi::Number>().Int64Value()));
+    if (it != p.pending.end() && lane_of(env, p, it->second.comm).help(it->second.op.get())) continue;
+    p.signal.wait(seen, 1000 * 1000);
+  }
+}
+
+// start(templateId) -> request id of a new round of a persistent request.
+Napi::Value Start(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Progress& p = progress_of(env);
+  auto it = p.templates.find(id_arg(info, 0));
+  if (it == p.templates.end()) throw_mpi(env, ErrorClass::REQUEST, "start: the persistent request has been freed");
+  return Napi::Number::New(env, double(enqueue(env, p, it->second)));
+}
+
+// freeTemplate(templateId)
+void FreeTemplate(const Napi::CallbackInfo& info) {
+  progress_of(info.Env()).templates.erase(id_arg(info, 0));
+}
+
+}  // namespace
+
+void register_progress(Napi::Env env, Napi::Object exports) {
+  exports.Set("setProgressCallback", Napi::Function::New(env, SetProgressCallback, "setProgressCallback"));
+  exports.Set("drain", Napi::Function::New(env, Drain, "drain"));
+  exports.Set("test", Napi::Function::New(env, Test, "test"));
+  exports.Set("wait", Napi::Function::New(env, Wait, "wait"));
+  exports.Set("waitAny", Napi::Function::New(env, WaitAny, "waitAny"));
+  exports.Set("start", Napi::Function::New(env, Start, "start"));
+  exports.Set("freeTemplate", Napi::Function::New(env, FreeTemplate, "freeTemplate"));
+}
+
+}  // namespace nodempi::napi

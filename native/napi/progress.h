@@ -1,0 +1,47 @@
+// Running collectives blocking, nonblocking or persistent (napi side of
+// core/progress): request ids for lib/request.ts, completion delivered to
+// the main thread through one thread-safe function, and JavaScript calls
+// (user ops) handed from progress threads to the main thread.
+#pragma once
+#include <napi.h>
+
+#include <functional>
+#include <memory>
+
+#include "napi/user_op.h"
+
+namespace nodempi::napi {
+
+// A collective with its arguments bound: `body` runs the core algorithm.
+// `user`, when set, is the user op the body calls; it is owned here so that
+// it is released on the main thread.
+struct Job {
+  uint32_t comm = 0;
+  std::function<void()> body;
+  std::shared_ptr<UserOp> user;
+};
+
+// How a binding was called: the last argument of every collective binding.
+enum class Mode : int { BLOCKING = 0, NONBLOCKING = 1, PERSISTENT = 2 };
+
+// Runs the job now (blocking: returns undefined, throws MPIError), or queues
+// it (nonblocking: returns a request id), or stores it (persistent: returns
+// a template id for start()).
+Napi::Value dispatch(const Napi::CallbackInfo& info, Job job);
+Mode mode_arg(const Napi::CallbackInfo& info);
+
+struct Progress;
+// The engine of this environment (created on first use; main thread).
+Progress* progress_for(Napi::Env env);
+// Callable from any thread.
+bool on_main_thread(const Progress* p);
+// From a progress thread: runs fn on the main thread and returns when it has.
+void run_on_main(Progress* p, std::function<void()> fn);
+
+// Releases the engine at finalize. Lanes with operations still in flight
+// are left running (the process is ending; joining them could hang).
+void destroy_progress(Napi::Env env);
+
+void register_progress(Napi::Env env, Napi::Object exports);
+
+}  // namespace nodempi::napi
