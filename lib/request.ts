@@ -73,7 +73,12 @@ export class Request implements PromiseLike<void> {
 
   /** MPI_Wait: blocks the calling thread until complete. Throws if it failed. */
   wait(): void {
-    if (!this.#completed) this._complete(native.wait(this.#id));
+    if (!this.#completed) {
+      this._complete(native.wait(this.#id));
+      // wait() may have run earlier requests of the lane on this thread;
+      // they are delivered here rather than through the event loop.
+      if (inflight.size > 0) deliver();
+    }
     this.#throwIfFailed();
   }
 

@@ -32,6 +32,14 @@ struct Pending {
 
 }  // namespace
 
+namespace {
+// Runs on the main thread for every wake-up of the event loop the engine
+// asked for. `env` is null while Node tears the environment down: then
+// there is nothing left to deliver to.
+void call_progress(Napi::Env env, Napi::Function, void*, void*);
+using ProgressTsfn = Napi::TypedThreadSafeFunction<void, void, call_progress>;
+}  // namespace
+
 struct Progress {
   std::thread::id main = std::this_thread::get_id();
   std::vector<std::unique_ptr<progress::Lane>> lanes;  // by communicator handle
@@ -41,7 +49,7 @@ struct Progress {
   progress::Signal signal;  // raised on every completion and main-thread call
   std::mutex mail_mu;
   std::deque<MainCall*> mail;
-  Napi::ThreadSafeFunction tsfn;  // wakes the event loop; calls lib's onProgress
+  ProgressTsfn tsfn;  // wakes the event loop; calls lib's onProgress
   bool tsfn_live = false;
   bool tsfn_ref = false;
   Napi::FunctionReference on_progress;
@@ -49,9 +57,34 @@ struct Progress {
 
 namespace {
 
+void service_mail(Progress& p);
+
+void call_progress(Napi::Env env, Napi::Function, void*, void*) {
+  if (env == nullptr) return;
+  // Looked up on each call: after finalize there is no engine left.
+  Progress* now = State::of(env).progress;
+  if (!now) return;
+  try {
+    service_mail(*now);
+    if (!now->on_progress.IsEmpty()) now->on_progress.Call({});
+  } catch (const Napi::Error& e) {
+    // lib's callback settles promises and does not throw; should anything
+    // else, report it as Node reports an uncaught exception.
+    e.ThrowAsJavaScriptException();
+  }
+}
+
 Progress& progress_of(Napi::Env env) {
   State& st = State::of(env);
-  if (!st.progress) st.progress = new Progress;
+  if (!st.progress) {
+    auto* p = new Progress;
+    p->tsfn = ProgressTsfn::New(env, "nodempi progress", 0, 1);
+    p->tsfn_live = true;
+    // Referenced only while nonblocking requests are in flight, so an idle
+    // engine never keeps the process alive.
+    p->tsfn.Unref(env);
+    st.progress = p;
+  }
   return *st.progress;
 }
 
@@ -64,6 +97,9 @@ progress::Lane& lane_of(Napi::Env env, Progress& p, uint32_t comm) {
   if (!p.lanes[comm]) {
     Progress* pp = &p;
     p.lanes[comm] = std::make_unique<progress::Lane>([pp](const std::shared_ptr<progress::Op>&) {
+      // Completed on the main thread (inside wait()): lib delivers it when
+      // that call returns, no need to wake the event loop.
+      if (on_main_thread(pp)) return;
       pp->signal.raise();
       wake_loop(*pp);
     });
@@ -221,20 +257,7 @@ namespace {
 // setProgressCallback(fn): fn() runs on the main thread whenever requests
 // may have completed; it calls drain().
 void SetProgressCallback(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Progress& p = progress_of(env);
-  p.on_progress = Napi::Persistent(info[0].As<Napi::Function>());
-  if (!p.tsfn_live) {
-    Progress* pp = &p;
-    p.tsfn = Napi::ThreadSafeFunction::New(
-        env, Napi::Function::New(env, [pp](const Napi::CallbackInfo& i) {
-          service_mail(*pp);
-          if (!pp->on_progress.IsEmpty()) pp->on_progress.Call({});
-        }),
-        "nodempi progress", 0, 1);
-    p.tsfn_live = true;
-    p.tsfn.Unref(env);
-  }
+  progress_of(info.Env()).on_progress = Napi::Persistent(info[0].As<Napi::Function>());
 }
 
 // drain() -> [id, errorOrNull, id, errorOrNull, ...] for the nonblocking
