@@ -2,16 +2,23 @@
  * Communicators (MPI_Comm) and their blocking collectives. Every argument is
  * checked here, before the native call sends anything.
  */
-import { IN_PLACE } from './constants.js';
+import { COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, UNDEFINED } from './constants.js';
 import type { Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
 import { resolve, resolveBlocks, resolveV, resolveW, type Msg, type Resolved, type VMsg, type WMsg } from './message.js';
 import { native } from './native.js';
 import { checkOp, Op, userOpSpec } from './op.js';
 import { Mode, PersistentRequest, Request } from './request.js';
-import { ensureInit } from './runtime.js';
+import { ensureInit, worldRank } from './runtime.js';
+import { compareRanks, Group } from './group.js';
 
 type SendSpec = Msg | typeof IN_PLACE;
+
+// Handles of the predefined communicators, and the size of the context pool
+// (native/core/transport/segment.h kContexts).
+const WORLD = 0;
+const SELF = 1;
+const CONTEXTS = 64;
 
 /** A communicator: a group of ranks and a private context for their collectives. */
 export class Comm {
@@ -19,16 +26,24 @@ export class Comm {
   #rank = -1;
   #size = -1;
   #name: string;
+  #group: Group | null;
+  #freed = false;
 
-  /** @internal `handle` is the addon's context number. */
-  constructor(handle: number, name: string) {
+  /**
+   * @internal `handle` is the addon's context number; `group` lists the
+   * members' world ranks (null for the predefined communicators, which
+   * learn it at initialisation).
+   */
+  constructor(handle: number, name: string, group: Group | null = null) {
     this.#handle = handle;
     this.#name = name;
+    this.#group = group;
   }
 
   /** @internal The addon handle, initialising MPI on first use. */
   get handle(): number {
     if (this.#size < 0) {
+      if (this.#freed) fail('ERR_COMM', this.#name || 'comm', 'the communicator has been freed');
       ensureInit();
       [this.#rank, this.#size] = native.commInfo(this.#handle);
     }
@@ -54,6 +69,108 @@ export class Comm {
   set name(value: string) { this.#name = String(value); }
 
   toString(): string { return `Comm(${this.#name})`; }
+
+  /** MPI_Comm_group: the members, in rank order. */
+  group(): Group {
+    if (!this.#group) {
+      const size = this.size;
+      this.#group = new Group(this.#handle === WORLD ? Array.from({ length: size }, (_, r) => r) : [worldRank()]);
+    }
+    void this.handle;
+    return this.#group;
+  }
+
+  /** MPI_Comm_dup: a new communicator with the same members and order, and its own context. */
+  dup(): Comm {
+    return this.#derive('dup', 0, this.rank)!;
+  }
+
+  /**
+   * MPI_Comm_split: one new communicator per color, ranks ordered by key and
+   * then by rank here; color mpi.UNDEFINED gives null.
+   */
+  split(color: number, key = 0): Comm | null {
+    if (!Number.isInteger(color) || (color < 0 && color !== UNDEFINED)) {
+      fail('ERR_ARG', 'split', `color must be a non-negative integer or mpi.UNDEFINED, got ${describe(color)}`);
+    }
+    if (!Number.isInteger(key)) fail('ERR_ARG', 'split', `key must be an integer, got ${describe(key)}`);
+    return this.#derive('split', color, key);
+  }
+
+  /**
+   * MPI_Comm_split_type: with mpi.COMM_TYPE_SHARED, the ranks that can share
+   * memory (here: all of them, on one machine); mpi.UNDEFINED gives null.
+   */
+  splitType(type: number = COMM_TYPE_SHARED, key = 0): Comm | null {
+    if (type !== COMM_TYPE_SHARED && type !== UNDEFINED) {
+      fail('ERR_ARG', 'splitType', `type must be mpi.COMM_TYPE_SHARED or mpi.UNDEFINED, got ${describe(type)}`);
+    }
+    if (!Number.isInteger(key)) fail('ERR_ARG', 'splitType', `key must be an integer, got ${describe(key)}`);
+    return this.#derive('splitType', type === UNDEFINED ? UNDEFINED : 0, key);
+  }
+
+  /**
+   * MPI_Comm_create: a communicator of the members of `group` (a subgroup
+   * of this one), ranked as in the group; null on the other ranks.
+   */
+  create(group: Group): Comm | null {
+    if (!(group instanceof Group)) fail('ERR_GROUP', 'create', `group must be a Group, got ${describe(group)}`);
+    const mine = this.group().worldRanks;
+    const at = new Map(mine.map((w, r) => [w, r]));
+    for (const w of group.worldRanks) {
+      if (!at.has(w)) fail('ERR_GROUP', 'create', `the group holds world rank ${w}, which is not in this communicator`);
+    }
+    const k = group.worldRanks.indexOf(mine[this.rank]!);
+    return this.#derive('create', k < 0 ? UNDEFINED : 0, k);
+  }
+
+  /** MPI_Comm_free: collective; waits for this communicator's pending requests, then releases it. */
+  free(): void {
+    const h = this.handle;
+    if (h === WORLD || h === SELF) fail('ERR_COMM', 'free', `${this.#name} is predefined and cannot be freed`);
+    native.commFree(h);
+    this.#freed = true;
+    this.#size = -1;
+  }
+
+  /** MPI_Comm_compare: IDENT (same object), CONGRUENT (same ranks in order), SIMILAR (same members), UNEQUAL. */
+  compare(other: Comm): number {
+    if (!(other instanceof Comm)) fail('ERR_COMM', 'compare', `other must be a Comm, got ${describe(other)}`);
+    if (other === this) return IDENT;
+    const c = compareRanks(this.group().worldRanks, other.group().worldRanks);
+    return c === IDENT ? CONGRUENT : c;
+  }
+
+  // The agreement behind dup/split/splitType/create, collective over this
+  // communicator:
+  //   1. allgather (color, key): every rank learns its new peers and order;
+  //   2. the first rank of each new communicator takes a context from the
+  //      pool; an allgather tells its members which;
+  //   3. every member builds its side of the new communicator.
+  #derive(call: string, color: number, key: number): Comm | null {
+    const h = this.handle;
+    const n = this.#size, me = this.#rank;
+    const pairs = new Int32Array(2 * n);
+    native.allgather(h, Int32Array.of(color, key), pairs, 8, Mode.BLOCKING);
+    const members: number[] = [];
+    if (color !== UNDEFINED) {
+      for (let r = 0; r < n; r++) if (pairs[2 * r] === color) members.push(r);
+      members.sort((a, b) => pairs[2 * a + 1]! - pairs[2 * b + 1]! || a - b);
+    }
+    const leader = members[0] === me;
+    const id = leader ? native.ctxAlloc(members.length) : 0;
+    const ids = new Int32Array(n);
+    native.allgather(h, Int32Array.of(id), ids, 4, Mode.BLOCKING);
+    if (color === UNDEFINED) return null;
+    const ctx = ids[members[0]!]!;
+    if (ctx < 0) {
+      fail('ERR_OTHER', call, `no communicator context is free (${CONTEXTS - 1} may exist at once); free() communicators that are no longer needed`);
+    }
+    const world = this.group().worldRanks;
+    const worldRanks = members.map((r) => world[r]!);
+    const handle = native.commCreate(ctx, members.indexOf(me), Int32Array.from(worldRanks));
+    return new Comm(handle, '', new Group(worldRanks));
+  }
 
   #barrier(mode: Mode): unknown {
     return native.barrier(this.handle, mode);

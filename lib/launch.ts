@@ -271,8 +271,11 @@ class Job {
     const pid = child.pid;
     if (pid !== undefined) this.#tellWatchdog(`+${pid}`);
     child.on('error', (err) => {
-      if (!this.#ending) this.#log(`nodempi: rank ${r} could not run ${cmd}: ${err.message}`);
-      this.#onExit(r, 127, null);
+      // Only a failed spawn ends up here (kill() errors are caught below).
+      if (this.#exitCodes[r] !== -1) return;
+      const said = !this.#ending;
+      if (said) this.#log(`nodempi: rank ${r} could not run ${cmd}: ${err.message}; ending the job`);
+      this.#onExit(r, 127, null, said);
     });
     child.on('exit', (code, signal) => {
       if (pid !== undefined) this.#tellWatchdog(`-${pid}`);
@@ -382,7 +385,7 @@ class Job {
     return sig ? `was killed by signal ${sig}` : `exited with code ${this.#exitCodes[r]}`;
   }
 
-  #onExit(r: number, code: number, signal: NodeJS.Signals | null): void {
+  #onExit(r: number, code: number, signal: NodeJS.Signals | null, reported = false): void {
     if (this.#exitCodes[r] !== -1) return;
     this.#exitCodes[r] = signal ? 128 + signalNumber(signal) : code;
     this.#signals[r] = signal;
@@ -399,7 +402,7 @@ class Job {
         if (this.#exitCodes[a] !== -1) this.#reportAbort(a);
         else this.#abortPending = a;
       } else {
-        this.#log(`nodempi: rank ${r} ${this.#describeEnd(r)}; ending the job`);
+        if (!reported) this.#log(`nodempi: rank ${r} ${this.#describeEnd(r)}; ending the job`);
         this.#fail(r, true);
       }
       native.segmentExited(this.#segment, r, signal ? -signalNumber(signal) : 1 + code, true);

@@ -47,6 +47,13 @@ export interface NativeAddon {
   reduceScatter(comm: number, send: View | null, recv: View, counts: Float64Array, type: number, op: number, user: UserOpSpec | undefined, mode: number): number | undefined;
   scan(comm: number, send: View | null, recv: View, count: number, type: number, op: number, exclusive: boolean, user: UserOpSpec | undefined, mode: number): number | undefined;
 
+  // communicator management (lib/comm.ts)
+  /** A context from the pool for a communicator of `members` ranks; -1 when exhausted, 0 when none is needed. */
+  ctxAlloc(members: number): number;
+  ctxRelease(ctx: number): void;
+  commCreate(ctx: number, rank: number, worldRanks: Int32Array): number;
+  commFree(comm: number): void;
+
   // progress engine (lib/request.ts)
   /** fn() runs on the main thread when requests may have completed. */
   setProgressCallback(fn: () => void): void;

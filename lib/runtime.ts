@@ -6,6 +6,8 @@ import { MPIError } from './errors.js';
 import { native } from './native.js';
 
 let initialized = false;
+let jobRank = 0;
+let jobSize = 1;
 let finalized = false;
 
 native.setErrorFactory((errorClass, message, cause) => MPIError.fromClass(errorClass, message, cause));
@@ -32,8 +34,22 @@ export function ensureInit(): void {
   }
   const job = jobEnvironment();
   native.init(job.rank, job.size, job.fd);
+  jobRank = job.rank;
+  jobSize = job.size;
   initialized = true;
   process.once('exit', finalize);
+}
+
+/** @internal This process's rank in COMM_WORLD (initialising MPI if needed). */
+export function worldRank(): number {
+  ensureInit();
+  return jobRank;
+}
+
+/** @internal The number of ranks in COMM_WORLD. */
+export function worldSize(): number {
+  ensureInit();
+  return jobSize;
 }
 
 /** MPI_Initialized. */

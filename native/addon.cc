@@ -13,6 +13,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   nodempi::napi::register_vcoll(env, exports);
   nodempi::napi::register_datatype(env, exports);
   nodempi::napi::register_progress(env, exports);
+  nodempi::napi::register_comm_mgmt(env, exports);
   nodempi::napi::register_launcher(env, exports);
   nodempi::napi::register_local(env, exports);
   return exports;

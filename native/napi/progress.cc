@@ -228,6 +228,19 @@ Napi::Value dispatch(const Napi::CallbackInfo& info, Job job) {
   return env.Undefined();
 }
 
+void retire_lane(Napi::Env env, uint32_t comm) {
+  Progress* p = State::of(env).progress;
+  if (!p || comm >= p->lanes.size() || !p->lanes[comm]) return;
+  progress::Lane& lane = *p->lanes[comm];
+  // Queue a no-op behind everything and wait for it, running the lane here
+  // if its thread is idle.
+  auto marker = std::make_shared<progress::Op>();
+  marker->body = [] {};
+  lane.submit(marker);
+  wait_done(*p, lane, marker.get());
+  p->lanes[comm].reset();
+}
+
 void destroy_progress(Napi::Env env) {
   State& st = State::of(env);
   Progress* p = st.progress;

@@ -41,6 +41,9 @@ void run_on_main(Progress* p, std::function<void()> fn);
 // Releases the engine at finalize. Lanes with operations still in flight
 // are left running (the process is ending; joining them could hang).
 void destroy_progress(Napi::Env env);
+// Waits until every queued operation of communicator `comm` has completed
+// (main thread), then retires its lane.
+void retire_lane(Napi::Env env, uint32_t comm);
 
 void register_progress(Napi::Env env, Napi::Object exports);
 

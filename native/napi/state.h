@@ -35,6 +35,7 @@ void register_comm(Napi::Env env, Napi::Object exports);
 void register_vcoll(Napi::Env env, Napi::Object exports);
 void register_datatype(Napi::Env env, Napi::Object exports);
 void register_progress(Napi::Env env, Napi::Object exports);
+void register_comm_mgmt(Napi::Env env, Napi::Object exports);
 void register_launcher(Napi::Env env, Napi::Object exports);
 void register_local(Napi::Env env, Napi::Object exports);
 

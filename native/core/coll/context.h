@@ -33,6 +33,8 @@ class Context {
   // world rank world_ranks[i]. A size-1 context needs no segment.
   Context(transport::Segment* seg, uint32_t id, uint32_t rank, std::vector<uint32_t> world_ranks);
 
+  uint32_t id() const { return id_; }
+  transport::Segment* segment() const { return seg_; }
   uint32_t rank() const { return rank_; }
   uint32_t size() const { return size_; }
   // Data bytes in one slot half (after its header).

@@ -87,6 +87,7 @@ Segment* Segment::create(uint32_t nranks, std::string* error) {
   h->launcher_pid = uint32_t(getpid());
   h->half_bytes = geo.half_bytes;
   h->total_bytes = geo.total_bytes;
+  h->contexts_state[0].in_use.store(1, std::memory_order_relaxed);  // COMM_WORLD
 
   auto* s = new Segment;
   s->header_ = h;
@@ -155,6 +156,30 @@ void Segment::close_fd() {
 CtrlLine* Segment::ctrl(uint32_t context, uint32_t rank) const {
   auto* lines = reinterpret_cast<CtrlLine*>(static_cast<uint8_t*>(base_) + geo_.ctrl_offset);
   return &lines[size_t(context) * geo_.nranks + rank];
+}
+
+int Segment::alloc_context(uint32_t members) {
+  for (uint32_t c = 1; c < kContexts; ++c) {
+    uint32_t expected = 0;
+    ContextSlot& st = header_->contexts_state[c];
+    if (!st.in_use.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) continue;
+    // Nobody uses a free context, so its lines can be reset; the members
+    // learn the id through a collective on the parent, which orders this
+    // reset before their first use.
+    for (uint32_t r = 0; r < geo_.nranks; ++r) {
+      ctrl(c, r)->seq.store(0, std::memory_order_relaxed);
+      ctrl(c, r)->waiters.store(0, std::memory_order_relaxed);
+    }
+    st.members_left.store(members, std::memory_order_release);
+    return int(c);
+  }
+  return -1;
+}
+
+void Segment::release_context(uint32_t context) {
+  if (context == 0 || context >= kContexts) return;
+  ContextSlot& st = header_->contexts_state[context];
+  if (st.members_left.fetch_sub(1, std::memory_order_acq_rel) == 1) st.in_use.store(0, std::memory_order_release);
 }
 
 uint8_t* Segment::slot(uint32_t context, uint32_t rank, uint32_t half) const {

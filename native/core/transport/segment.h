@@ -16,7 +16,7 @@ namespace nodempi::transport {
 constexpr uint64_t kMagic = 0x69706d65646f6e31ull;  // "1nodempi"
 constexpr uint32_t kVersion = 1;
 constexpr uint32_t kMaxRanks = 256;
-constexpr uint32_t kContexts = 16;  // COMM_WORLD is context 0
+constexpr uint32_t kContexts = 64;  // COMM_WORLD is context 0; the rest are a pool
 constexpr size_t kCacheLine = 64;
 
 // One rank's published state in one communicator context. `seq` is the last
@@ -36,6 +36,13 @@ struct RankInfo {
   std::atomic<int32_t> exited;  // set by the launcher when it reaps the rank: 1 + code, or -signal
 };
 
+// Allocation state of one communicator context: which are taken, and how
+// many members have yet to free it (the last one returns it to the pool).
+struct ContextSlot {
+  std::atomic<uint32_t> in_use;
+  std::atomic<uint32_t> members_left;
+};
+
 struct alignas(kCacheLine) Header {
   uint64_t magic;
   uint32_t version;
@@ -49,6 +56,7 @@ struct alignas(kCacheLine) Header {
   std::atomic<int32_t> failed_rank;
   std::atomic<uint32_t> attached;
   alignas(kCacheLine) RankInfo ranks[kMaxRanks];
+  alignas(kCacheLine) ContextSlot contexts_state[kContexts];
 };
 
 // Sizes for a job of `nranks` ranks.
@@ -81,6 +89,11 @@ class Segment {
   void close_fd();
 
   CtrlLine* ctrl(uint32_t context, uint32_t rank) const;
+  // Takes a free context for a new communicator of `members` ranks and
+  // resets its control lines; -1 when the pool is exhausted.
+  int alloc_context(uint32_t members);
+  // One member is done with `context`; the last one returns it to the pool.
+  void release_context(uint32_t context);
   uint8_t* slot(uint32_t context, uint32_t rank, uint32_t half) const;
 
  private:
