@@ -43,7 +43,10 @@ inline coll::Combiner combiner_arg(const Napi::CallbackInfo& info, size_t type_i
     fn = kernels::lookup(kernels::OpId(op), kernels::TypeId(type));
   }
   if (!fn) throw_mpi(info.Env(), ErrorClass::OP, std::string(call) + ": the op is not defined for the datatype");
-  return {fn, kernels::type_size(kernels::TypeId(type))};
+  coll::Combiner c{fn, kernels::type_size(kernels::TypeId(type))};
+  c.op_id = int32_t(op);
+  c.type_id = type + 1;
+  return c;
 }
 
 // The communicator handle (argument 0) for the job.

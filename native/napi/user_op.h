@@ -22,7 +22,11 @@ class UserOp {
   // and destroyed on the main thread.
   UserOp(Napi::Env env, Napi::Object spec);
 
-  coll::Combiner combiner() { return {nullptr, item_, &UserOp::call, this}; }
+  coll::Combiner combiner() {
+    coll::Combiner c{nullptr, item_, &UserOp::call, this};
+    c.op_id = -1;
+    return c;
+  }
   bool failed() const { return failed_; }
   // The value the function threw (undefined when it did not); main thread.
   Napi::Value error() const;

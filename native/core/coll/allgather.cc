@@ -18,13 +18,19 @@ void allgather(Context& c, const void* send, void* recv, size_t bytes) {
     return;
   }
   const size_t chunk = c.half_bytes();
+  Signature sig;
+  sig.kind = ALLGATHER;
+  sig.bytes = bytes;
+  sig.check_bytes = 1;
   size_t off = 0;
   do {
     size_t len = std::min(chunk, bytes - off);
-    uint32_t s = c.next_phase();
-    c.acquire_slot(s, "allgather");
+    const bool first = off == 0;
+    uint32_t s = first ? c.open(sig, "allgather") : c.next_phase();
+    if (!first) c.acquire_slot(s, "allgather");
     if (len) std::memcpy(c.slot(me, s), in + off, len);
     c.post(s);
+    if (first) c.agree(s, "allgather");
     for (uint32_t i = 1; i < n; ++i) {
       // Start with the next rank so the ranks do not all read one slot at once.
       uint32_t r = (me + i) % n;

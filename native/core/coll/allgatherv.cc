@@ -22,13 +22,16 @@ void allgatherv(Context& c, const void* send, size_t send_bytes, void* recv, con
   const size_t chunk = c.half_bytes();
   size_t phases = 1;
   for (uint32_t r = 0; r < n; ++r) phases = std::max(phases, (recv_bytes[r] + chunk - 1) / chunk);
+  Signature sig;
+  sig.kind = ALLGATHERV;
   for (size_t k = 0; k < phases; ++k) {
     size_t off = k * chunk;
-    uint32_t s = c.next_phase();
-    c.acquire_slot(s, "allgatherv");
+    uint32_t s = k == 0 ? c.open(sig, "allgatherv") : c.next_phase();
+    if (k) c.acquire_slot(s, "allgatherv");
     size_t len = mine > off ? std::min(chunk, mine - off) : 0;
     if (len) std::memcpy(c.slot(me, s), in + off, len);
     c.post(s);
+    if (k == 0) c.agree(s, "allgatherv");
     for (uint32_t i = 1; i < n; ++i) {
       uint32_t r = (me + i) % n;
       c.wait(r, s, "allgatherv");

@@ -11,11 +11,10 @@ namespace {
 // every rank computes bit-identical results without a second phase.
 void allreduce_flat(Context& c, const uint8_t* in, uint8_t* out, size_t count, const Combiner& op) {
   const uint32_t n = c.size(), me = c.rank();
-  uint32_t s = c.next_phase();
-  c.acquire_slot(s, "allreduce");
+  uint32_t s = c.open(reduction_sig(ALLREDUCE, 0, op, count), "allreduce");
   if (count) std::memcpy(c.slot(me, s), in, count * op.item);
   c.post(s);
-  c.wait_all(s, "allreduce");
+  c.agree(s, "allreduce");
   const uint8_t* src[transport::kMaxRanks];
   for (uint32_t r = 0; r < n; ++r) src[r] = c.slot(r, s);
   fold(op, src, n, out, count);
@@ -34,11 +33,15 @@ void allreduce_sliced(Context& c, const uint8_t* in, uint8_t* out, size_t count,
   const uint8_t* src[transport::kMaxRanks];
   for (size_t first = 0; first < count; first += per_round) {
     size_t m = std::min(per_round, count - first);
-    uint32_t s = c.next_phase();
-    c.acquire_slot(s, "allreduce");
+    uint32_t s = first == 0 ? c.open(reduction_sig(ALLREDUCE, 0, op, count), "allreduce") : c.next_phase();
+    if (first) c.acquire_slot(s, "allreduce");
     std::memcpy(c.slot(me, s), in + first * item, m * item);
     c.post(s);
-    c.wait_all(s, "allreduce");
+    if (first == 0) {
+      c.agree(s, "allreduce");
+    } else {
+      c.wait_all(s, "allreduce");
+    }
 
     Slice mine = slice_of(m, n, me);
     for (uint32_t r = 0; r < n; ++r) src[r] = c.slot(r, s) + mine.lo * item;

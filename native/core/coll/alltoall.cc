@@ -20,16 +20,22 @@ void alltoall(Context& c, const void* send, void* recv, size_t bytes) {
     return;
   }
   const size_t lane = c.half_bytes() / n;
+  Signature sig;
+  sig.kind = ALLTOALL;
+  sig.bytes = bytes;
+  sig.check_bytes = 1;
   size_t off = 0;
   do {
     size_t len = std::min(lane, bytes - off);
-    uint32_t s = c.next_phase();
-    c.acquire_slot(s, "alltoall");
+    const bool first = off == 0;
+    uint32_t s = first ? c.open(sig, "alltoall") : c.next_phase();
+    if (!first) c.acquire_slot(s, "alltoall");
     uint8_t* mine = c.slot(me, s);
     for (uint32_t r = 0; r < n && len; ++r) {
       std::memcpy(mine + size_t(r) * lane, in + size_t(r) * bytes + off, len);
     }
     c.post(s);
+    if (first) c.agree(s, "alltoall");
     if (len) std::memcpy(out + size_t(me) * bytes + off, mine + size_t(me) * lane, len);
     for (uint32_t i = 1; i < n; ++i) {
       uint32_t r = (me + i) % n;

@@ -36,12 +36,14 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
 
   uint64_t incoming[transport::kMaxRanks];
   size_t truncated_from = SIZE_MAX;
+  Signature sig;
+  sig.kind = ALLTOALLV;
   for (uint64_t k = 0; k < phases; ++k) {
-    uint32_t s = c.next_phase();
+    uint32_t s = k == 0 ? c.open(sig, "alltoallv") : c.next_phase();
     size_t off = k == 0 ? 0 : first + (k - 1) * lane;
     size_t room_here = k == 0 ? first : lane;
     size_t head = k == 0 ? sizeof(uint64_t) : 0;
-    c.acquire_slot(s, "alltoallv");
+    if (k) c.acquire_slot(s, "alltoallv");
     uint8_t* mine = c.slot(me, s);
     if (k == 0) c.header(me, s)->phases = phases;
     for (uint32_t r = 0; r < n; ++r) {
@@ -54,6 +56,7 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
       if (len) std::memcpy(dst + head, in + sd[r] + off, len);
     }
     c.post(s);
+    if (k == 0) c.agree(s, "alltoallv");
     for (uint32_t i = 0; i < n; ++i) {
       uint32_t r = (me + i) % n;
       if (r != me) c.wait(r, s, "alltoallv");

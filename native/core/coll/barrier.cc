@@ -3,13 +3,15 @@
 namespace nodempi::coll {
 
 // barrier_flat:
-//   1. post the next phase (nothing in the slot);
+//   1. post the next phase (a signature, no data);
 //   2. wait until every peer has posted it.
 void barrier(Context& c) {
   if (c.size() == 1) return;
-  uint32_t s = c.next_phase();
+  Signature sig;
+  sig.kind = BARRIER;
+  uint32_t s = c.open(sig, "barrier");
   c.post(s);
-  c.wait_all(s, "barrier");
+  c.agree(s, "barrier");
 }
 
 }  // namespace nodempi::coll

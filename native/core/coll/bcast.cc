@@ -14,17 +14,28 @@ void bcast(Context& c, void* buf, size_t bytes, uint32_t root) {
   if (c.size() == 1) return;
   auto* data = static_cast<uint8_t*>(buf);
   const size_t chunk = c.half_bytes();
+  Signature sig;
+  sig.kind = BCAST;
+  sig.root = root;
+  sig.bytes = bytes;
+  sig.check_bytes = 1;
   size_t off = 0;
   do {
     size_t len = std::min(chunk, bytes - off);
-    uint32_t s = c.next_phase();
+    const bool first = off == 0;
+    uint32_t s = first ? c.open(sig, "bcast") : c.next_phase();
     if (c.rank() == root) {
-      c.acquire_slot(s, "bcast");
+      if (!first) c.acquire_slot(s, "bcast");
       if (len) std::memcpy(c.slot(root, s), data + off, len);
       c.post(s);
+      if (first) c.agree(s, "bcast");
     } else {
       c.post(s);
-      c.wait(root, s, "bcast");
+      if (first) {
+        c.agree(s, "bcast");
+      } else {
+        c.wait(root, s, "bcast");
+      }
       if (len) std::memcpy(data + off, c.slot(root, s), len);
     }
     off += len;

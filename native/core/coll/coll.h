@@ -20,6 +20,8 @@ struct Combiner {
   size_t item = 0;
   void (*user)(void* ctx, const void* a, const void* b, void* out, size_t n) = nullptr;
   void* ctx = nullptr;
+  int32_t op_id = -2;     // for the signature: predefined op id, -1 user
+  uint32_t type_id = 0;   // for the signature: kernel type id + 1
 
   void apply(const void* a, const void* b, void* out, size_t n) const {
     if (user) {

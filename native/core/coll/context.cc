@@ -1,6 +1,10 @@
 #include "core/coll/context.h"
 
+#include <algorithm>
+#include <string>
 #include <utility>
+
+#include "core/error.h"
 
 namespace nodempi::coll {
 
@@ -27,6 +31,76 @@ Context::Context(transport::Segment* seg, uint32_t id, uint32_t rank, std::vecto
   }
   // Phases are never reset; a new context continues from what is posted.
   seq_ = lines_[rank_]->seq.load(std::memory_order_acquire);
+}
+
+const char* kind_name(uint32_t kind) {
+  static const char* const names[] = {"?", "barrier", "bcast", "gather", "gatherv", "scatter", "scatterv",
+                                      "allgather", "allgatherv", "alltoall", "alltoallv", "reduce", "allreduce",
+                                      "reduceScatter", "scan", "exscan"};
+  return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
+}
+
+uint32_t Context::open(const Signature& sig, const char* what) {
+  uint32_t s = next_phase();
+  acquire_slot(s, what);
+  header(rank_, s)->sig = sig;
+  return s;
+}
+
+namespace {
+
+// "ranks 0, 2 and 3" for a message.
+std::string rank_list(const std::vector<uint32_t>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i) out += i + 1 == ranks.size() ? " and " : ", ";
+    out += std::to_string(ranks[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+void Context::agree(uint32_t s, const char* what) {
+  wait_all(s, what);
+  const Signature& first = header(0, s)->sig;
+  // Compare everyone with rank 0, field by field; report the first field
+  // that differs, with who said what.
+  auto differs = [&](auto field) {
+    for (uint32_t r = 1; r < size_; ++r) {
+      if (field(header(r, s)->sig) != field(first)) return true;
+    }
+    return false;
+  };
+  auto report = [&](const char* name, auto field, auto show) {
+    // Group ranks by value, in rank order of first appearance.
+    std::vector<std::pair<std::string, std::vector<uint32_t>>> groups;
+    for (uint32_t r = 0; r < size_; ++r) {
+      std::string v = show(field(header(r, s)->sig));
+      auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == v; });
+      if (it == groups.end()) groups.push_back({v, {r}});
+      else it->second.push_back(r);
+    }
+    std::string msg = std::string(what) + ": ranks disagree on the " + name + ":";
+    for (size_t i = 0; i < groups.size(); ++i) {
+      msg += (i ? "; " : " ") + rank_list(groups[i].second) + " " + groups[i].first;
+    }
+    throw CoreError(ErrorClass::NOT_SAME, msg);
+  };
+  auto kind = [](const Signature& g) { return g.kind; };
+  if (differs(kind)) report("collective", kind, [](uint32_t k) { return std::string("called ") + kind_name(k); });
+  auto root = [](const Signature& g) { return g.root; };
+  if (differs(root)) report("root", root, [](uint32_t v) { return "passed root " + std::to_string(v); });
+  auto op = [](const Signature& g) { return g.op; };
+  if (differs(op)) {
+    report("op", op, [](int32_t v) { return v == -1 ? std::string("passed a user-defined op") : "passed op #" + std::to_string(v); });
+  }
+  auto type = [](const Signature& g) { return g.type; };
+  if (differs(type)) report("datatype", type, [](uint32_t v) { return "passed basic type #" + std::to_string(v - 1); });
+  auto bytes = [](const Signature& g) { return g.check_bytes ? g.bytes : ~uint64_t(0); };
+  if (first.check_bytes && differs(bytes)) {
+    report("message size", bytes, [](uint64_t v) { return "sent or expected " + std::to_string(v) + " bytes"; });
+  }
 }
 
 void Context::acquire_slot(uint32_t s, const char* what) {

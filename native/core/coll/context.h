@@ -9,6 +9,13 @@
 // every peer has posted s+1 (acquire_slot). Messages larger than a half are
 // cut into chunks, one phase each, which pipelines them: the writer fills
 // one half while readers drain the other.
+//
+// The first phase of every collective carries each rank's signature (what
+// it called, with which root, op, datatype and size) and every rank waits
+// for every other's before any data moves: all ranks see the same set of
+// signatures and so take the same decision, and a disagreement throws
+// ERR_NOT_SAME on all of them after exactly one phase, which leaves the
+// communicator usable.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -19,10 +26,29 @@
 
 namespace nodempi::coll {
 
+// What a rank says it is doing in a collective. Zero fields are "not
+// compared" where MPI lets ranks differ (v-variants' counts, ops of
+// non-reductions).
+struct Signature {
+  uint32_t kind = 0;     // Kind below
+  uint32_t root = 0;     // rooted collectives; else 0
+  int32_t op = -2;       // reductions: predefined op id, -1 user op; -2 none
+  uint32_t type = 0;     // reductions: kernel type id + 1; 0 not compared
+  uint64_t bytes = 0;    // bytes per rank where MPI requires them equal
+  uint32_t check_bytes = 0;
+};
+
+enum Kind : uint32_t {
+  BARRIER = 1, BCAST, GATHER, GATHERV, SCATTER, SCATTERV, ALLGATHER, ALLGATHERV, ALLTOALL, ALLTOALLV,
+  REDUCE, ALLREDUCE, REDUCE_SCATTER, SCAN, EXSCAN
+};
+const char* kind_name(uint32_t kind);
+
 struct SlotHeader {
   uint64_t phases;  // v-collectives: how many phases the writer needs
   uint64_t bytes;   // what the writer sends, for truncation checks
-  uint64_t reserved[6];
+  Signature sig;    // first phase of a collective
+  uint64_t reserved[2];
 };
 constexpr size_t kHeaderBytes = sizeof(SlotHeader);
 static_assert(kHeaderBytes == 64, "one cache line of header per slot half");
@@ -42,6 +68,13 @@ class Context {
 
   // The phase the next post will publish.
   uint32_t next_phase() const { return seq_ + 1; }
+  // First phase of a collective: waits until this rank's half is free and
+  // writes `sig` into its header. The caller fills its data, posts, then
+  // calls agree().
+  uint32_t open(const Signature& sig, const char* what);
+  // Waits for every peer's first phase and compares signatures; throws
+  // CoreError(NOT_SAME) on every rank alike when they differ.
+  void agree(uint32_t s, const char* what);
   // Wait until every peer has posted s-1, so this rank may overwrite its
   // slot half for phase s.
   void acquire_slot(uint32_t s, const char* what);

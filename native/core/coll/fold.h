@@ -38,6 +38,19 @@ inline Slice slice_of(size_t count, uint32_t n, uint32_t r) {
   return {r * base + std::min<size_t>(r, rem), base + (r < rem ? 1 : 0)};
 }
 
+// The signature of a reduction: everyone must pass the same op, basic type
+// and count.
+inline Signature reduction_sig(uint32_t kind, uint32_t root, const Combiner& op, size_t count) {
+  Signature sig;
+  sig.kind = kind;
+  sig.root = root;
+  sig.op = op.op_id;
+  sig.type = op.type_id;
+  sig.bytes = count * op.item;
+  sig.check_bytes = 1;
+  return sig;
+}
+
 // Up to this many bytes, every rank (or the root) folds the whole vector in
 // one phase; above it the ranks share the work slice by slice.
 constexpr size_t kSmallReduceBytes = 8192;

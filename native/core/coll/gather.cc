@@ -16,16 +16,24 @@ void gather(Context& c, const void* send, void* recv, size_t bytes, uint32_t roo
   if (me == root && send && bytes) std::memcpy(out + size_t(me) * bytes, in, bytes);
   if (n == 1) return;
   const size_t chunk = c.half_bytes();
+  Signature sig;
+  sig.kind = GATHER;
+  sig.root = root;
+  sig.bytes = bytes;
+  sig.check_bytes = 1;
   size_t off = 0;
   do {
     size_t len = std::min(chunk, bytes - off);
-    uint32_t s = c.next_phase();
+    const bool first = off == 0;
+    uint32_t s = first ? c.open(sig, "gather") : c.next_phase();
     if (me != root) {
-      c.acquire_slot(s, "gather");
+      if (!first) c.acquire_slot(s, "gather");
       if (len) std::memcpy(c.slot(me, s), in + off, len);
       c.post(s);
+      if (first) c.agree(s, "gather");
     } else {
       c.post(s);
+      if (first) c.agree(s, "gather");
       for (uint32_t r = 0; r < n; ++r) {
         if (r == root) continue;
         c.wait(r, s, "gather");

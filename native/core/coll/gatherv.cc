@@ -39,15 +39,16 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
     }
   }
   size_t truncated_from = SIZE_MAX, truncated_bytes = 0;
+  Signature sig;
+  sig.kind = GATHERV;
+  sig.root = root;
   for (uint64_t k = 0; k < phases; ++k) {
-    uint32_t s = c.next_phase();
+    uint32_t s = k == 0 ? c.open(sig, "gatherv") : c.next_phase();
     size_t off = k * chunk;
     if (me == root) {
-      if (k == 0) {
-        c.acquire_slot(s, "gatherv");
-        c.header(me, s)->phases = phases;
-      }
+      if (k == 0) c.header(me, s)->phases = phases;
       c.post(s);
+      if (k == 0) c.agree(s, "gatherv");
       for (uint32_t r = 0; r < n; ++r) {
         if (r == root) continue;
         c.wait(r, s, "gatherv");
@@ -60,13 +61,13 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
         if (len) std::memcpy(out + recv_displs[r] + off, c.slot(r, s), len);
       }
     } else {
-      c.acquire_slot(s, "gatherv");
+      if (k) c.acquire_slot(s, "gatherv");
       size_t len = send_bytes > off ? std::min(chunk, send_bytes - off) : 0;
       if (len) std::memcpy(c.slot(me, s), in + off, len);
       if (k == 0) c.header(me, s)->bytes = send_bytes;
       c.post(s);
       if (k == 0) {
-        c.wait(root, s, "gatherv");
+        c.agree(s, "gatherv");
         phases = c.header(root, s)->phases;
       }
     }

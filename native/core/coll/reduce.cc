@@ -12,12 +12,11 @@ void reduce_flat(Context& c, const uint8_t* in, uint8_t* out, size_t count, cons
                  uint32_t root) {
   const uint32_t n = c.size(), me = c.rank();
   const size_t bytes = count * op.item;
-  uint32_t s = c.next_phase();
-  c.acquire_slot(s, "reduce");
+  uint32_t s = c.open(reduction_sig(REDUCE, root, op, count), "reduce");
   if (bytes) std::memcpy(c.slot(me, s), in, bytes);
   c.post(s);
+  c.agree(s, "reduce");
   if (me != root) return;
-  c.wait_all(s, "reduce");
   const uint8_t* src[transport::kMaxRanks];
   for (uint32_t r = 0; r < n; ++r) src[r] = c.slot(r, s);
   fold(op, src, n, out, count);
@@ -35,11 +34,15 @@ void reduce_sliced(Context& c, const uint8_t* in, uint8_t* out, size_t count, co
   const uint8_t* src[transport::kMaxRanks];
   for (size_t first = 0; first < count; first += per_round) {
     size_t m = std::min(per_round, count - first);
-    uint32_t s = c.next_phase();
-    c.acquire_slot(s, "reduce");
+    uint32_t s = first == 0 ? c.open(reduction_sig(REDUCE, root, op, count), "reduce") : c.next_phase();
+    if (first) c.acquire_slot(s, "reduce");
     std::memcpy(c.slot(me, s), in + first * item, m * item);
     c.post(s);
-    c.wait_all(s, "reduce");
+    if (first == 0) {
+      c.agree(s, "reduce");
+    } else {
+      c.wait_all(s, "reduce");
+    }
 
     Slice mine = slice_of(m, n, me);
     for (uint32_t r = 0; r < n; ++r) src[r] = c.slot(r, s) + mine.lo * item;

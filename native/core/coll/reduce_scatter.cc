@@ -35,16 +35,22 @@ void reduce_scatter(Context& c, const void* send, void* recv, const size_t* coun
   const size_t lane = lane_items * item;
   const uint8_t* src[transport::kMaxRanks];
   size_t done = 0;
+  size_t total = 0;
+  for (uint32_t r = 0; r < n; ++r) total += counts[r];
   do {
-    uint32_t s = c.next_phase();
-    c.acquire_slot(s, "reduceScatter");
+    uint32_t s = done == 0 ? c.open(reduction_sig(REDUCE_SCATTER, 0, op, total), "reduceScatter") : c.next_phase();
+    if (done) c.acquire_slot(s, "reduceScatter");
     uint8_t* mine = c.slot(me, s);
     for (uint32_t r = 0; r < n; ++r) {
       size_t m = counts[r] > done ? std::min(lane_items, counts[r] - done) : 0;
       if (m) std::memcpy(mine + size_t(r) * lane, in + (first[r] + done) * item, m * item);
     }
     c.post(s);
-    c.wait_all(s, "reduceScatter");
+    if (done == 0) {
+      c.agree(s, "reduceScatter");
+    } else {
+      c.wait_all(s, "reduceScatter");
+    }
     size_t m = counts[me] > done ? std::min(lane_items, counts[me] - done) : 0;
     for (uint32_t r = 0; r < n; ++r) src[r] = c.slot(r, s) + size_t(me) * lane;
     fold(op, src, n, out + done * item, m);

@@ -25,12 +25,14 @@ void scan(Context& c, const void* send, void* recv, size_t count, const Combiner
   size_t done = 0;
   do {
     size_t m = std::min(per_round, count - done);
-    uint32_t s = c.next_phase();
-    c.acquire_slot(s, exclusive ? "exscan" : "scan");
+    const char* what = exclusive ? "exscan" : "scan";
+    uint32_t s = done == 0 ? c.open(reduction_sig(exclusive ? EXSCAN : SCAN, 0, op, count), what) : c.next_phase();
+    if (done) c.acquire_slot(s, what);
     if (m) std::memcpy(c.slot(me, s), in + done * item, m * item);
     c.post(s);
+    if (done == 0) c.agree(s, what);
     for (uint32_t r = 0; r < upto; ++r) {
-      if (r != me) c.wait(r, s, exclusive ? "exscan" : "scan");
+      if (r != me) c.wait(r, s, what);
       src[r] = c.slot(r, s);
     }
     if (upto > 0) fold(op, src, upto, out + done * item, m);

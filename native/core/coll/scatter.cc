@@ -16,20 +16,31 @@ void scatter(Context& c, const void* send, void* recv, size_t bytes, uint32_t ro
   if (me == root && recv && bytes) std::memcpy(out, in + size_t(me) * bytes, bytes);
   if (n == 1) return;
   const size_t lane = c.half_bytes() / n;
+  Signature sig;
+  sig.kind = SCATTER;
+  sig.root = root;
+  sig.bytes = bytes;
+  sig.check_bytes = 1;
   size_t off = 0;
   do {
     size_t len = std::min(lane, bytes - off);
-    uint32_t s = c.next_phase();
+    const bool first = off == 0;
+    uint32_t s = first ? c.open(sig, "scatter") : c.next_phase();
     if (me == root) {
-      c.acquire_slot(s, "scatter");
+      if (!first) c.acquire_slot(s, "scatter");
       uint8_t* slot = c.slot(root, s);
       for (uint32_t r = 0; r < n && len; ++r) {
         if (r != root) std::memcpy(slot + size_t(r) * lane, in + size_t(r) * bytes + off, len);
       }
       c.post(s);
+      if (first) c.agree(s, "scatter");
     } else {
       c.post(s);
-      c.wait(root, s, "scatter");
+      if (first) {
+        c.agree(s, "scatter");
+      } else {
+        c.wait(root, s, "scatter");
+      }
       if (len) std::memcpy(out + off, c.slot(root, s) + size_t(me) * lane, len);
     }
     off += len;

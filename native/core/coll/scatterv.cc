@@ -34,14 +34,17 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
     }
   }
   uint64_t incoming = 0;
+  Signature sig;
+  sig.kind = SCATTERV;
+  sig.root = root;
   for (uint64_t k = 0; k < phases; ++k) {
-    uint32_t s = c.next_phase();
+    uint32_t s = k == 0 ? c.open(sig, "scatterv") : c.next_phase();
     // Bytes of a block before phase k, and room for it in phase k.
     size_t off = k == 0 ? 0 : first + (k - 1) * lane;
     size_t room_here = k == 0 ? first : lane;
     size_t head = k == 0 ? sizeof(uint64_t) : 0;
     if (me == root) {
-      c.acquire_slot(s, "scatterv");
+      if (k) c.acquire_slot(s, "scatterv");
       uint8_t* slot = c.slot(root, s);
       if (k == 0) c.header(root, s)->phases = phases;
       for (uint32_t r = 0; r < n; ++r) {
@@ -55,9 +58,14 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
         if (len) std::memcpy(dst + head, in + send_displs[r] + off, len);
       }
       c.post(s);
+      if (k == 0) c.agree(s, "scatterv");
     } else {
       c.post(s);
-      c.wait(root, s, "scatterv");
+      if (k == 0) {
+        c.agree(s, "scatterv");
+      } else {
+        c.wait(root, s, "scatterv");
+      }
       const uint8_t* src = c.slot(root, s) + size_t(me) * lane;
       if (k == 0) {
         phases = c.header(root, s)->phases;
