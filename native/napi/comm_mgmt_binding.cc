@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/transport/inbox.h"
 #include "napi/args.h"
 #include "napi/comm_args.h"
 #include "napi/progress.h"
@@ -70,6 +71,27 @@ void CommFree(const Napi::CallbackInfo& info) {
   st.contexts[h].reset();
 }
 
+// leaderExchange(peerWorldRank, tag, data: Int32Array) -> Int32Array: the
+// two leaders of an intercommunicator swap their groups (and the context).
+Napi::Value LeaderExchange(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  State& st = State::of(env);
+  uint32_t peer = u32_arg(info, 0), tag = u32_arg(info, 1);
+  Bytes b = bytes_arg(info, 2, "createIntercomm", "leader message");
+  std::vector<int32_t> data(b.length / sizeof(int32_t));
+  std::memcpy(data.data(), b.data, data.size() * sizeof(int32_t));
+  if (!st.segment || peer >= st.world_size) throw_mpi(env, ErrorClass::RANK, "createIntercomm: the remote leader is not another rank of this job");
+  std::vector<int32_t> got;
+  try {
+    got = transport::exchange(*st.segment, st.world_rank, peer, tag, data);
+  } catch (const CoreError& e) {
+    throw_mpi(env, e.error_class(), e.what());
+  }
+  Napi::Int32Array out = Napi::Int32Array::New(env, got.size());
+  for (size_t i = 0; i < got.size(); ++i) out[i] = got[i];
+  return out;
+}
+
 }  // namespace
 
 void register_comm_mgmt(Napi::Env env, Napi::Object exports) {
@@ -77,6 +99,7 @@ void register_comm_mgmt(Napi::Env env, Napi::Object exports) {
   exports.Set("ctxRelease", Napi::Function::New(env, CtxRelease, "ctxRelease"));
   exports.Set("commCreate", Napi::Function::New(env, CommCreate, "commCreate"));
   exports.Set("commFree", Napi::Function::New(env, CommFree, "commFree"));
+  exports.Set("leaderExchange", Napi::Function::New(env, LeaderExchange, "leaderExchange"));
 }
 
 }  // namespace nodempi::napi

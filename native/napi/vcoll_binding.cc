@@ -44,11 +44,17 @@ void check_blocks(const Napi::CallbackInfo& info, const Bytes& buf, const std::v
   }
 }
 
+// A root, or -1 (kNoRoot) from an intercommunicator member that takes no part.
+uint32_t any_root_arg(const Napi::CallbackInfo& info, size_t i, const coll::Context& c, const char* call) {
+  if (info[i].As<Napi::Number>().Int32Value() == -1) return coll::kNoRoot;
+  return root_arg(info, i, c, call);
+}
+
 // gatherv(h, send|null, sendBytes, recv|null, recvBytes|null, recvDispls|null, root, mode)
 Napi::Value Gatherv(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "gatherv");
   size_t send_bytes = size_arg(info, 2, "gatherv", "send byte count");
-  uint32_t root = root_arg(info, 6, c, "gatherv");
+  uint32_t root = any_root_arg(info, 6, c, "gatherv");
   Bytes send = bytes_arg(info, 1, "gatherv", "send buffer");
   if (send.data || c.rank() != root) need_bytes(info, 1, send_bytes, "gatherv", "send buffer");
   std::vector<size_t> rb, rd;
@@ -70,7 +76,7 @@ Napi::Value Gatherv(const Napi::CallbackInfo& info) {
 Napi::Value Scatterv(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "scatterv");
   size_t recv_bytes = size_arg(info, 5, "scatterv", "receive byte count");
-  uint32_t root = root_arg(info, 6, c, "scatterv");
+  uint32_t root = any_root_arg(info, 6, c, "scatterv");
   Bytes recv = bytes_arg(info, 4, "scatterv", "receive buffer");
   if (recv.data || c.rank() != root) need_bytes(info, 4, recv_bytes, "scatterv", "receive buffer");
   std::vector<size_t> sb, sd;
@@ -166,6 +172,33 @@ Napi::Value Scan(const Napi::CallbackInfo& info) {
                          user});
 }
 
+// exchangeFold(h, send|null, sendBytes, sendDispls, recv|null, recvBytes, count, type, op, user?, mode)
+Napi::Value ExchangeFold(const Napi::CallbackInfo& info) {
+  const char* call = "intercommunicator reduction";
+  coll::Context& c = context_arg(info, call);
+  std::shared_ptr<UserOp> user;
+  coll::Combiner op = combiner_arg(info, 7, 8, 9, user, call);
+  size_t count = size_arg(info, 6, call, "count");
+  Bytes send = bytes_arg(info, 1, call, "send buffer");
+  std::vector<size_t> sb = sizes_arg(info, 2, c.size(), call, "send counts");
+  std::vector<size_t> sd = sizes_arg(info, 3, c.size(), call, "send displacements");
+  check_blocks(info, send, sb, sd, call, "send buffer");
+  std::vector<size_t> rb = sizes_arg(info, 5, c.size(), call, "receive counts");
+  bool any = false;
+  for (size_t b : rb) {
+    if (b != 0 && b != count * op.item) throw_mpi(info.Env(), ErrorClass::INTERN, std::string(call) + ": inconsistent block size");
+    any = any || b != 0;
+  }
+  Bytes recv = any ? need_bytes(info, 4, count * op.item, call, "receive buffer") : Bytes{nullptr, 0};
+  coll::Context* cp = &c;
+  UserOp* u = user.get();
+  return dispatch(info, {comm_handle(info), [=] {
+                           coll::exchange_fold(*cp, send.data, sb.data(), sd.data(), recv.data, rb.data(), count, op);
+                           if (u) u->settle(*cp, "reduction");
+                         },
+                         user});
+}
+
 }  // namespace
 
 void register_vcoll(Napi::Env env, Napi::Object exports) {
@@ -175,6 +208,7 @@ void register_vcoll(Napi::Env env, Napi::Object exports) {
   exports.Set("alltoallv", Napi::Function::New(env, Alltoallv, "alltoallv"));
   exports.Set("reduceScatter", Napi::Function::New(env, ReduceScatter, "reduceScatter"));
   exports.Set("scan", Napi::Function::New(env, Scan, "scan"));
+  exports.Set("exchangeFold", Napi::Function::New(env, ExchangeFold, "exchangeFold"));
 }
 
 }  // namespace nodempi::napi

@@ -81,3 +81,14 @@ void scan(Context& c, const void* send, void* recv, size_t count, const Combiner
 void throw_truncated(const char* call, uint32_t from, size_t sent, size_t room);
 
 }  // namespace nodempi::coll
+
+namespace nodempi::coll {
+
+// Intercommunicator reductions: an alltoallv over the merged context brings
+// each rank the vectors it must combine (recv_bytes per merged rank, each a
+// whole vector of `count` items or nothing), and they are folded in merged
+// rank order, i.e. in rank order of the sending group, into recv.
+void exchange_fold(Context& c, const void* send, const size_t* send_bytes, const size_t* send_displs, void* recv,
+                   const size_t* recv_bytes, size_t count, const Combiner& op);
+
+}  // namespace nodempi::coll

@@ -66,9 +66,17 @@ void Context::agree(uint32_t s, const char* what) {
   const Signature& first = header(0, s)->sig;
   // Compare everyone with rank 0, field by field; report the first field
   // that differs, with who said what.
+  // Fields a rank leaves open (no root known, no size to compare) are
+  // given as all-ones by `field` and take no part.
   auto differs = [&](auto field) {
-    for (uint32_t r = 1; r < size_; ++r) {
-      if (field(header(r, s)->sig) != field(first)) return true;
+    bool seen = false;
+    uint64_t value = 0;
+    for (uint32_t r = 0; r < size_; ++r) {
+      uint64_t v = field(header(r, s)->sig);
+      if (v == ~uint64_t(0)) continue;
+      if (seen && v != value) return true;
+      seen = true;
+      value = v;
     }
     return false;
   };
@@ -87,18 +95,21 @@ void Context::agree(uint32_t s, const char* what) {
     }
     throw CoreError(ErrorClass::NOT_SAME, msg);
   };
-  auto kind = [](const Signature& g) { return g.kind; };
-  if (differs(kind)) report("collective", kind, [](uint32_t k) { return std::string("called ") + kind_name(k); });
-  auto root = [](const Signature& g) { return g.root; };
-  if (differs(root)) report("root", root, [](uint32_t v) { return "passed root " + std::to_string(v); });
-  auto op = [](const Signature& g) { return g.op; };
+  auto kind = [](const Signature& g) { return uint64_t(g.kind); };
+  if (differs(kind)) report("collective", kind, [](uint64_t k) { return std::string("called ") + kind_name(uint32_t(k)); });
+  auto root = [](const Signature& g) { return g.root == kNoRoot ? ~uint64_t(0) : uint64_t(g.root); };
+  if (differs(root)) report("root", root, [](uint64_t v) { return "passed root " + std::to_string(v); });
+  auto op = [](const Signature& g) { return uint64_t(uint32_t(g.op)); };
   if (differs(op)) {
-    report("op", op, [](int32_t v) { return v == -1 ? std::string("passed a user-defined op") : "passed op #" + std::to_string(v); });
+    report("op", op, [](uint64_t v) {
+      int32_t id = int32_t(uint32_t(v));
+      return id == -1 ? std::string("passed a user-defined op") : "passed op #" + std::to_string(id);
+    });
   }
-  auto type = [](const Signature& g) { return g.type; };
-  if (differs(type)) report("datatype", type, [](uint32_t v) { return "passed basic type #" + std::to_string(v - 1); });
+  auto type = [](const Signature& g) { return uint64_t(g.type); };
+  if (differs(type)) report("datatype", type, [](uint64_t v) { return "passed basic type #" + std::to_string(v - 1); });
   auto bytes = [](const Signature& g) { return g.check_bytes ? g.bytes : ~uint64_t(0); };
-  if (first.check_bytes && differs(bytes)) {
+  if (differs(bytes)) {
     report("message size", bytes, [](uint64_t v) { return "sent or expected " + std::to_string(v) + " bytes"; });
   }
 }

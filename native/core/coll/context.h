@@ -31,12 +31,16 @@ namespace nodempi::coll {
 // non-reductions).
 struct Signature {
   uint32_t kind = 0;     // Kind below
-  uint32_t root = 0;     // rooted collectives; else 0
+  uint32_t root = 0;     // rooted collectives; kNoRoot: "not known here"
   int32_t op = -2;       // reductions: predefined op id, -1 user op; -2 none
   uint32_t type = 0;     // reductions: kernel type id + 1; 0 not compared
   uint64_t bytes = 0;    // bytes per rank where MPI requires them equal
   uint32_t check_bytes = 0;
 };
+
+// Passed as the root by intercommunicator members that neither send nor
+// receive (MPI_PROC_NULL) and so need not know where the root is.
+constexpr uint32_t kNoRoot = 0xffffffffu;
 
 enum Kind : uint32_t {
   BARRIER = 1, BCAST, GATHER, GATHERV, SCATTER, SCATTERV, ALLGATHER, ALLGATHERV, ALLTOALL, ALLTOALLV,

@@ -32,8 +32,11 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
   }
   if (n == 1) return;
 
-  uint64_t phases = 1;
+  // Each rank states the phases it needs in its first header and all run
+  // the largest, so a rank with nothing to send needs no root (kNoRoot).
+  uint64_t phases = std::max<uint64_t>(1, (send_bytes + chunk - 1) / chunk);
   if (me == root) {
+    phases = 1;
     for (uint32_t r = 0; r < n; ++r) {
       if (r != root) phases = std::max<uint64_t>(phases, (recv_bytes[r] + chunk - 1) / chunk);
     }
@@ -45,10 +48,13 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
   for (uint64_t k = 0; k < phases; ++k) {
     uint32_t s = k == 0 ? c.open(sig, "gatherv") : c.next_phase();
     size_t off = k * chunk;
+    if (k == 0) c.header(me, s)->phases = phases;
     if (me == root) {
-      if (k == 0) c.header(me, s)->phases = phases;
       c.post(s);
-      if (k == 0) c.agree(s, "gatherv");
+      if (k == 0) {
+        c.agree(s, "gatherv");
+        for (uint32_t r = 0; r < n; ++r) phases = std::max<uint64_t>(phases, c.header(r, s)->phases);
+      }
       for (uint32_t r = 0; r < n; ++r) {
         if (r == root) continue;
         c.wait(r, s, "gatherv");
@@ -68,7 +74,7 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
       c.post(s);
       if (k == 0) {
         c.agree(s, "gatherv");
-        phases = c.header(root, s)->phases;
+        for (uint32_t r = 0; r < n; ++r) phases = std::max<uint64_t>(phases, c.header(r, s)->phases);
       }
     }
   }

@@ -43,10 +43,10 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
     size_t off = k == 0 ? 0 : first + (k - 1) * lane;
     size_t room_here = k == 0 ? first : lane;
     size_t head = k == 0 ? sizeof(uint64_t) : 0;
+    if (k == 0) c.header(me, s)->phases = phases;
     if (me == root) {
       if (k) c.acquire_slot(s, "scatterv");
       uint8_t* slot = c.slot(root, s);
-      if (k == 0) c.header(root, s)->phases = phases;
       for (uint32_t r = 0; r < n; ++r) {
         if (r == root) continue;
         uint8_t* dst = slot + size_t(r) * lane;
@@ -63,14 +63,13 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
       c.post(s);
       if (k == 0) {
         c.agree(s, "scatterv");
-      } else {
-        c.wait(root, s, "scatterv");
+        for (uint32_t r = 0; r < n; ++r) phases = std::max<uint64_t>(phases, c.header(r, s)->phases);
       }
+      // A rank that receives nothing (kNoRoot) only keeps in step.
+      if (root == kNoRoot) continue;
+      if (k) c.wait(root, s, "scatterv");
       const uint8_t* src = c.slot(root, s) + size_t(me) * lane;
-      if (k == 0) {
-        phases = c.header(root, s)->phases;
-        std::memcpy(&incoming, src, sizeof incoming);
-      }
+      if (k == 0) std::memcpy(&incoming, src, sizeof incoming);
       size_t avail = incoming > off ? std::min<uint64_t>(room_here, incoming - off) : 0;
       size_t fits = recv_bytes > off ? std::min(avail, recv_bytes - off) : 0;
       if (fits) std::memcpy(out + off, src + head, fits);

@@ -43,6 +43,17 @@ struct ContextSlot {
   std::atomic<uint32_t> members_left;
 };
 
+// A one-message mailbox per world rank, used only when two groups' leaders
+// meet to create an intercommunicator (MPI has them talk through a peer
+// communicator; collectives alone cannot do it).
+struct Inbox {
+  std::atomic<uint32_t> state;  // 0 empty, 1 being written, 2 full
+  uint32_t from;
+  uint32_t tag;
+  uint32_t count;
+  int32_t data[kMaxRanks + 4];
+};
+
 struct alignas(kCacheLine) Header {
   uint64_t magic;
   uint32_t version;
@@ -57,6 +68,7 @@ struct alignas(kCacheLine) Header {
   std::atomic<uint32_t> attached;
   alignas(kCacheLine) RankInfo ranks[kMaxRanks];
   alignas(kCacheLine) ContextSlot contexts_state[kContexts];
+  alignas(kCacheLine) Inbox inboxes[kMaxRanks];
 };
 
 // Sizes for a job of `nranks` ranks.
