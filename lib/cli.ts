@@ -40,6 +40,7 @@ function parse(argv: string[]): LaunchOptions {
     if (a === '--') {
       const cmd = argv.slice(i + 1);
       if (cmd.length === 0) die('-- must be followed by a command');
+      if (o.mode === 'thread') die('--threads runs a script, not a command given after --');
       o.command = cmd;
       return o;
     }

@@ -14,6 +14,25 @@ import { compareRanks, Group } from './group.js';
 
 type SendSpec = Msg | typeof IN_PLACE;
 
+/** An intercommunicator (lib/intercomm.ts). */
+export interface Intercomm extends Comm {
+  readonly remoteSize: number;
+  remoteGroup(): Group;
+  merge(high: boolean): Comm;
+}
+type MakeIntercomm = (local: Comm, localLeader: number, peerComm: Comm, remoteLeader: number, tag: number) => Intercomm;
+let makeIntercomm: MakeIntercomm | undefined;
+/** @internal lib/intercomm.ts registers itself here (it extends Comm, so Comm cannot import it). */
+export function registerIntercomm(make: MakeIntercomm): void {
+  makeIntercomm = make;
+}
+
+/** @internal The collectives, by method name. */
+export type CollectiveName =
+  | 'barrier' | 'bcast' | 'gather' | 'scatter' | 'allgather' | 'alltoall' | 'reduce' | 'allreduce'
+  | 'gatherv' | 'scatterv' | 'allgatherv' | 'alltoallv' | 'alltoallw' | 'reduceScatter'
+  | 'reduceScatterBlock' | 'scan' | 'exscan';
+
 // Handles of the predefined communicators, and the size of the context pool
 // (native/core/transport/segment.h kContexts).
 const WORLD = 0;
@@ -122,6 +141,17 @@ export class Comm {
     }
     const k = group.worldRanks.indexOf(mine[this.rank]!);
     return this.#derive('create', k < 0 ? UNDEFINED : 0, k);
+  }
+
+  /**
+   * MPI_Intercomm_create: collective over this communicator and, through the
+   * two leaders, over the other group's. `localLeader` is a rank here;
+   * `remoteLeader` is the other group's leader as a rank of `peerComm`
+   * (which must hold both leaders); `tag` tells concurrent creations apart.
+   */
+  createIntercomm(localLeader: number, peerComm: Comm, remoteLeader: number, tag = 0): Intercomm {
+    if (!makeIntercomm) fail('ERR_INTERN', 'createIntercomm', 'intercommunicator support is not loaded');
+    return makeIntercomm(this, localLeader, peerComm, remoteLeader, tag);
   }
 
   /** MPI_Comm_free: collective; waits for this communicator's pending requests, then releases it. */
@@ -360,28 +390,28 @@ export class Comm {
 
   /** MPI_Barrier: returns once every rank has entered. */
   barrier(): void {
-    this.#barrier(Mode.BLOCKING);
+    this._run('barrier', Mode.BLOCKING);
   }
   /** Nonblocking barrier (MPI_Ibarrier): returns at once; await or wait() the Request. */
   ibarrier(): Request {
-    return new Request(this.#barrier(Mode.NONBLOCKING) as number, []);
+    return new Request(this._run('barrier', Mode.NONBLOCKING) as number, []);
   }
   /** Persistent barrier: start() runs it, as often as needed. */
   barrierInit(): PersistentRequest {
-    return new PersistentRequest(this.#barrier(Mode.PERSISTENT) as number, []);
+    return new PersistentRequest(this._run('barrier', Mode.PERSISTENT) as number, []);
   }
 
   /** MPI_Bcast: `buf` at `root` is copied into `buf` at every other rank. */
   bcast(buf: Msg, root = 0): void {
-    this.#bcast(Mode.BLOCKING, buf, root);
+    this._run('bcast', Mode.BLOCKING, buf, root);
   }
   /** Nonblocking bcast (MPI_Ibcast): returns at once; await or wait() the Request. */
   ibcast(buf: Msg, root = 0): Request {
-    return new Request(this.#bcast(Mode.NONBLOCKING, buf, root) as number, [buf, root]);
+    return new Request(this._run('bcast', Mode.NONBLOCKING, buf, root) as number, [buf, root]);
   }
   /** Persistent bcast: start() runs it, as often as needed. */
   bcastInit(buf: Msg, root = 0): PersistentRequest {
-    return new PersistentRequest(this.#bcast(Mode.PERSISTENT, buf, root) as number, [buf, root]);
+    return new PersistentRequest(this._run('bcast', Mode.PERSISTENT, buf, root) as number, [buf, root]);
   }
 
   /**
@@ -389,15 +419,15 @@ export class Comm {
    * root. `recv` matters only at the root; IN_PLACE is for the root's send.
    */
   gather(send: SendSpec, recv: Msg | null, root = 0): void {
-    this.#gather(Mode.BLOCKING, send, recv, root);
+    this._run('gather', Mode.BLOCKING, send, recv, root);
   }
   /** Nonblocking gather (MPI_Igather): returns at once; await or wait() the Request. */
   igather(send: SendSpec, recv: Msg | null, root = 0): Request {
-    return new Request(this.#gather(Mode.NONBLOCKING, send, recv, root) as number, [send, recv, root]);
+    return new Request(this._run('gather', Mode.NONBLOCKING, send, recv, root) as number, [send, recv, root]);
   }
   /** Persistent gather: start() runs it, as often as needed. */
   gatherInit(send: SendSpec, recv: Msg | null, root = 0): PersistentRequest {
-    return new PersistentRequest(this.#gather(Mode.PERSISTENT, send, recv, root) as number, [send, recv, root]);
+    return new PersistentRequest(this._run('gather', Mode.PERSISTENT, send, recv, root) as number, [send, recv, root]);
   }
 
   /**
@@ -405,41 +435,41 @@ export class Comm {
    * `send` matters only at the root; IN_PLACE is for the root's recv.
    */
   scatter(send: Msg | null, recv: SendSpec, root = 0): void {
-    this.#scatter(Mode.BLOCKING, send, recv, root);
+    this._run('scatter', Mode.BLOCKING, send, recv, root);
   }
   /** Nonblocking scatter (MPI_Iscatter): returns at once; await or wait() the Request. */
   iscatter(send: Msg | null, recv: SendSpec, root = 0): Request {
-    return new Request(this.#scatter(Mode.NONBLOCKING, send, recv, root) as number, [send, recv, root]);
+    return new Request(this._run('scatter', Mode.NONBLOCKING, send, recv, root) as number, [send, recv, root]);
   }
   /** Persistent scatter: start() runs it, as often as needed. */
   scatterInit(send: Msg | null, recv: SendSpec, root = 0): PersistentRequest {
-    return new PersistentRequest(this.#scatter(Mode.PERSISTENT, send, recv, root) as number, [send, recv, root]);
+    return new PersistentRequest(this._run('scatter', Mode.PERSISTENT, send, recv, root) as number, [send, recv, root]);
   }
 
   /** MPI_Allgather: every rank gets every rank's `send`, in rank order. */
   allgather(send: SendSpec, recv: Msg): void {
-    this.#allgather(Mode.BLOCKING, send, recv);
+    this._run('allgather', Mode.BLOCKING, send, recv);
   }
   /** Nonblocking allgather (MPI_Iallgather): returns at once; await or wait() the Request. */
   iallgather(send: SendSpec, recv: Msg): Request {
-    return new Request(this.#allgather(Mode.NONBLOCKING, send, recv) as number, [send, recv]);
+    return new Request(this._run('allgather', Mode.NONBLOCKING, send, recv) as number, [send, recv]);
   }
   /** Persistent allgather: start() runs it, as often as needed. */
   allgatherInit(send: SendSpec, recv: Msg): PersistentRequest {
-    return new PersistentRequest(this.#allgather(Mode.PERSISTENT, send, recv) as number, [send, recv]);
+    return new PersistentRequest(this._run('allgather', Mode.PERSISTENT, send, recv) as number, [send, recv]);
   }
 
   /** MPI_Alltoall: block j of rank i's `send` becomes block i of rank j's `recv`. */
   alltoall(send: SendSpec, recv: Msg): void {
-    this.#alltoall(Mode.BLOCKING, send, recv);
+    this._run('alltoall', Mode.BLOCKING, send, recv);
   }
   /** Nonblocking alltoall (MPI_Ialltoall): returns at once; await or wait() the Request. */
   ialltoall(send: SendSpec, recv: Msg): Request {
-    return new Request(this.#alltoall(Mode.NONBLOCKING, send, recv) as number, [send, recv]);
+    return new Request(this._run('alltoall', Mode.NONBLOCKING, send, recv) as number, [send, recv]);
   }
   /** Persistent alltoall: start() runs it, as often as needed. */
   alltoallInit(send: SendSpec, recv: Msg): PersistentRequest {
-    return new PersistentRequest(this.#alltoall(Mode.PERSISTENT, send, recv) as number, [send, recv]);
+    return new PersistentRequest(this._run('alltoall', Mode.PERSISTENT, send, recv) as number, [send, recv]);
   }
 
   /**
@@ -447,28 +477,28 @@ export class Comm {
    * root. `recv` matters only at the root; IN_PLACE is for the root's send.
    */
   reduce(send: SendSpec, recv: Msg | null, op: Op = Op.SUM, root = 0): void {
-    this.#reduce(Mode.BLOCKING, send, recv, op, root);
+    this._run('reduce', Mode.BLOCKING, send, recv, op, root);
   }
   /** Nonblocking reduce (MPI_Ireduce): returns at once; await or wait() the Request. */
   ireduce(send: SendSpec, recv: Msg | null, op: Op = Op.SUM, root = 0): Request {
-    return new Request(this.#reduce(Mode.NONBLOCKING, send, recv, op, root) as number, [send, recv, op, root]);
+    return new Request(this._run('reduce', Mode.NONBLOCKING, send, recv, op, root) as number, [send, recv, op, root]);
   }
   /** Persistent reduce: start() runs it, as often as needed. */
   reduceInit(send: SendSpec, recv: Msg | null, op: Op = Op.SUM, root = 0): PersistentRequest {
-    return new PersistentRequest(this.#reduce(Mode.PERSISTENT, send, recv, op, root) as number, [send, recv, op, root]);
+    return new PersistentRequest(this._run('reduce', Mode.PERSISTENT, send, recv, op, root) as number, [send, recv, op, root]);
   }
 
   /** MPI_Allreduce: every rank gets all ranks' `send` combined with `op`. */
   allreduce(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
-    this.#allreduce(Mode.BLOCKING, send, recv, op);
+    this._run('allreduce', Mode.BLOCKING, send, recv, op);
   }
   /** Nonblocking allreduce (MPI_Iallreduce): returns at once; await or wait() the Request. */
   iallreduce(send: SendSpec, recv: Msg, op: Op = Op.SUM): Request {
-    return new Request(this.#allreduce(Mode.NONBLOCKING, send, recv, op) as number, [send, recv, op]);
+    return new Request(this._run('allreduce', Mode.NONBLOCKING, send, recv, op) as number, [send, recv, op]);
   }
   /** Persistent allreduce: start() runs it, as often as needed. */
   allreduceInit(send: SendSpec, recv: Msg, op: Op = Op.SUM): PersistentRequest {
-    return new PersistentRequest(this.#allreduce(Mode.PERSISTENT, send, recv, op) as number, [send, recv, op]);
+    return new PersistentRequest(this._run('allreduce', Mode.PERSISTENT, send, recv, op) as number, [send, recv, op]);
   }
 
   /**
@@ -476,15 +506,15 @@ export class Comm {
    * order when omitted) of `recv` at the root. `recv` matters only at the root.
    */
   gatherv(send: SendSpec, recv: VMsg | null, root = 0): void {
-    this.#gatherv(Mode.BLOCKING, send, recv, root);
+    this._run('gatherv', Mode.BLOCKING, send, recv, root);
   }
   /** Nonblocking gatherv (MPI_Igatherv): returns at once; await or wait() the Request. */
   igatherv(send: SendSpec, recv: VMsg | null, root = 0): Request {
-    return new Request(this.#gatherv(Mode.NONBLOCKING, send, recv, root) as number, [send, recv, root]);
+    return new Request(this._run('gatherv', Mode.NONBLOCKING, send, recv, root) as number, [send, recv, root]);
   }
   /** Persistent gatherv: start() runs it, as often as needed. */
   gathervInit(send: SendSpec, recv: VMsg | null, root = 0): PersistentRequest {
-    return new PersistentRequest(this.#gatherv(Mode.PERSISTENT, send, recv, root) as number, [send, recv, root]);
+    return new PersistentRequest(this._run('gatherv', Mode.PERSISTENT, send, recv, root) as number, [send, recv, root]);
   }
 
   /**
@@ -492,41 +522,41 @@ export class Comm {
    * rank r's `recv`. `send` matters only at the root.
    */
   scatterv(send: VMsg | null, recv: SendSpec, root = 0): void {
-    this.#scatterv(Mode.BLOCKING, send, recv, root);
+    this._run('scatterv', Mode.BLOCKING, send, recv, root);
   }
   /** Nonblocking scatterv (MPI_Iscatterv): returns at once; await or wait() the Request. */
   iscatterv(send: VMsg | null, recv: SendSpec, root = 0): Request {
-    return new Request(this.#scatterv(Mode.NONBLOCKING, send, recv, root) as number, [send, recv, root]);
+    return new Request(this._run('scatterv', Mode.NONBLOCKING, send, recv, root) as number, [send, recv, root]);
   }
   /** Persistent scatterv: start() runs it, as often as needed. */
   scattervInit(send: VMsg | null, recv: SendSpec, root = 0): PersistentRequest {
-    return new PersistentRequest(this.#scatterv(Mode.PERSISTENT, send, recv, root) as number, [send, recv, root]);
+    return new PersistentRequest(this._run('scatterv', Mode.PERSISTENT, send, recv, root) as number, [send, recv, root]);
   }
 
   /** MPI_Allgatherv: every rank's `send` lands at `displs[r]` of every rank's `recv`. */
   allgatherv(send: SendSpec, recv: VMsg): void {
-    this.#allgatherv(Mode.BLOCKING, send, recv);
+    this._run('allgatherv', Mode.BLOCKING, send, recv);
   }
   /** Nonblocking allgatherv (MPI_Iallgatherv): returns at once; await or wait() the Request. */
   iallgatherv(send: SendSpec, recv: VMsg): Request {
-    return new Request(this.#allgatherv(Mode.NONBLOCKING, send, recv) as number, [send, recv]);
+    return new Request(this._run('allgatherv', Mode.NONBLOCKING, send, recv) as number, [send, recv]);
   }
   /** Persistent allgatherv: start() runs it, as often as needed. */
   allgathervInit(send: SendSpec, recv: VMsg): PersistentRequest {
-    return new PersistentRequest(this.#allgatherv(Mode.PERSISTENT, send, recv) as number, [send, recv]);
+    return new PersistentRequest(this._run('allgatherv', Mode.PERSISTENT, send, recv) as number, [send, recv]);
   }
 
   /** MPI_Alltoallv: block j of rank i's `send` becomes block i of rank j's `recv`. */
   alltoallv(send: VMsg | typeof IN_PLACE, recv: VMsg): void {
-    this.#alltoallv(Mode.BLOCKING, send, recv);
+    this._run('alltoallv', Mode.BLOCKING, send, recv);
   }
   /** Nonblocking alltoallv (MPI_Ialltoallv): returns at once; await or wait() the Request. */
   ialltoallv(send: VMsg | typeof IN_PLACE, recv: VMsg): Request {
-    return new Request(this.#alltoallv(Mode.NONBLOCKING, send, recv) as number, [send, recv]);
+    return new Request(this._run('alltoallv', Mode.NONBLOCKING, send, recv) as number, [send, recv]);
   }
   /** Persistent alltoallv: start() runs it, as often as needed. */
   alltoallvInit(send: VMsg | typeof IN_PLACE, recv: VMsg): PersistentRequest {
-    return new PersistentRequest(this.#alltoallv(Mode.PERSISTENT, send, recv) as number, [send, recv]);
+    return new PersistentRequest(this._run('alltoallv', Mode.PERSISTENT, send, recv) as number, [send, recv]);
   }
 
   /**
@@ -534,15 +564,15 @@ export class Comm {
    * block.
    */
   alltoallw(send: WMsg | typeof IN_PLACE, recv: WMsg): void {
-    this.#alltoallw(Mode.BLOCKING, send, recv);
+    this._run('alltoallw', Mode.BLOCKING, send, recv);
   }
   /** Nonblocking alltoallw (MPI_Ialltoallw): returns at once; await or wait() the Request. */
   ialltoallw(send: WMsg | typeof IN_PLACE, recv: WMsg): Request {
-    return new Request(this.#alltoallw(Mode.NONBLOCKING, send, recv) as number, [send, recv]);
+    return new Request(this._run('alltoallw', Mode.NONBLOCKING, send, recv) as number, [send, recv]);
   }
   /** Persistent alltoallw: start() runs it, as often as needed. */
   alltoallwInit(send: WMsg | typeof IN_PLACE, recv: WMsg): PersistentRequest {
-    return new PersistentRequest(this.#alltoallw(Mode.PERSISTENT, send, recv) as number, [send, recv]);
+    return new PersistentRequest(this._run('alltoallw', Mode.PERSISTENT, send, recv) as number, [send, recv]);
   }
 
   /**
@@ -551,15 +581,15 @@ export class Comm {
    * items. With IN_PLACE the input is read from `recv`.
    */
   reduceScatter(send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): void {
-    this.#reduceScatter(Mode.BLOCKING, send, recv, recvcounts, op);
+    this._run('reduceScatter', Mode.BLOCKING, send, recv, recvcounts, op);
   }
   /** Nonblocking reduceScatter (MPI_Ireducescatter): returns at once; await or wait() the Request. */
   ireduceScatter(send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): Request {
-    return new Request(this.#reduceScatter(Mode.NONBLOCKING, send, recv, recvcounts, op) as number, [send, recv, recvcounts, op]);
+    return new Request(this._run('reduceScatter', Mode.NONBLOCKING, send, recv, recvcounts, op) as number, [send, recv, recvcounts, op]);
   }
   /** Persistent reduceScatter: start() runs it, as often as needed. */
   reduceScatterInit(send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): PersistentRequest {
-    return new PersistentRequest(this.#reduceScatter(Mode.PERSISTENT, send, recv, recvcounts, op) as number, [send, recv, recvcounts, op]);
+    return new PersistentRequest(this._run('reduceScatter', Mode.PERSISTENT, send, recv, recvcounts, op) as number, [send, recv, recvcounts, op]);
   }
 
   /**
@@ -568,28 +598,28 @@ export class Comm {
    * IN_PLACE, `recv` holds all blocks and receives this rank's at its start.
    */
   reduceScatterBlock(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
-    this.#reduceScatterBlock(Mode.BLOCKING, send, recv, op);
+    this._run('reduceScatterBlock', Mode.BLOCKING, send, recv, op);
   }
   /** Nonblocking reduceScatterBlock (MPI_Ireducescatterblock): returns at once; await or wait() the Request. */
   ireduceScatterBlock(send: SendSpec, recv: Msg, op: Op = Op.SUM): Request {
-    return new Request(this.#reduceScatterBlock(Mode.NONBLOCKING, send, recv, op) as number, [send, recv, op]);
+    return new Request(this._run('reduceScatterBlock', Mode.NONBLOCKING, send, recv, op) as number, [send, recv, op]);
   }
   /** Persistent reduceScatterBlock: start() runs it, as often as needed. */
   reduceScatterBlockInit(send: SendSpec, recv: Msg, op: Op = Op.SUM): PersistentRequest {
-    return new PersistentRequest(this.#reduceScatterBlock(Mode.PERSISTENT, send, recv, op) as number, [send, recv, op]);
+    return new PersistentRequest(this._run('reduceScatterBlock', Mode.PERSISTENT, send, recv, op) as number, [send, recv, op]);
   }
 
   /** MPI_Scan: rank r receives the combination of ranks 0..r's `send`. */
   scan(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
-    this.#scan(Mode.BLOCKING, send, recv, op);
+    this._run('scan', Mode.BLOCKING, send, recv, op);
   }
   /** Nonblocking scan (MPI_Iscan): returns at once; await or wait() the Request. */
   iscan(send: SendSpec, recv: Msg, op: Op = Op.SUM): Request {
-    return new Request(this.#scan(Mode.NONBLOCKING, send, recv, op) as number, [send, recv, op]);
+    return new Request(this._run('scan', Mode.NONBLOCKING, send, recv, op) as number, [send, recv, op]);
   }
   /** Persistent scan: start() runs it, as often as needed. */
   scanInit(send: SendSpec, recv: Msg, op: Op = Op.SUM): PersistentRequest {
-    return new PersistentRequest(this.#scan(Mode.PERSISTENT, send, recv, op) as number, [send, recv, op]);
+    return new PersistentRequest(this._run('scan', Mode.PERSISTENT, send, recv, op) as number, [send, recv, op]);
   }
 
   /**
@@ -597,15 +627,41 @@ export class Comm {
    * rank 0's `recv` is left untouched.
    */
   exscan(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
-    this.#exscan(Mode.BLOCKING, send, recv, op);
+    this._run('exscan', Mode.BLOCKING, send, recv, op);
   }
   /** Nonblocking exscan (MPI_Iexscan): returns at once; await or wait() the Request. */
   iexscan(send: SendSpec, recv: Msg, op: Op = Op.SUM): Request {
-    return new Request(this.#exscan(Mode.NONBLOCKING, send, recv, op) as number, [send, recv, op]);
+    return new Request(this._run('exscan', Mode.NONBLOCKING, send, recv, op) as number, [send, recv, op]);
   }
   /** Persistent exscan: start() runs it, as often as needed. */
   exscanInit(send: SendSpec, recv: Msg, op: Op = Op.SUM): PersistentRequest {
-    return new PersistentRequest(this.#exscan(Mode.PERSISTENT, send, recv, op) as number, [send, recv, op]);
+    return new PersistentRequest(this._run('exscan', Mode.PERSISTENT, send, recv, op) as number, [send, recv, op]);
+  }
+
+  /**
+   * @internal Runs collective `name` in `mode` with the public method's
+   * arguments; Intercomm overrides it with the intercommunicator forms.
+   */
+  _run(name: CollectiveName, mode: Mode, ...args: unknown[]): unknown {
+    switch (name) {
+      case 'barrier': return this.#barrier(mode, ...(args as Parameters<Comm['barrier']>));
+      case 'bcast': return this.#bcast(mode, ...(args as Parameters<Comm['bcast']>));
+      case 'gather': return this.#gather(mode, ...(args as Parameters<Comm['gather']>));
+      case 'scatter': return this.#scatter(mode, ...(args as Parameters<Comm['scatter']>));
+      case 'allgather': return this.#allgather(mode, ...(args as Parameters<Comm['allgather']>));
+      case 'alltoall': return this.#alltoall(mode, ...(args as Parameters<Comm['alltoall']>));
+      case 'reduce': return this.#reduce(mode, ...(args as Parameters<Comm['reduce']>));
+      case 'allreduce': return this.#allreduce(mode, ...(args as Parameters<Comm['allreduce']>));
+      case 'gatherv': return this.#gatherv(mode, ...(args as Parameters<Comm['gatherv']>));
+      case 'scatterv': return this.#scatterv(mode, ...(args as Parameters<Comm['scatterv']>));
+      case 'allgatherv': return this.#allgatherv(mode, ...(args as Parameters<Comm['allgatherv']>));
+      case 'alltoallv': return this.#alltoallv(mode, ...(args as Parameters<Comm['alltoallv']>));
+      case 'alltoallw': return this.#alltoallw(mode, ...(args as Parameters<Comm['alltoallw']>));
+      case 'reduceScatter': return this.#reduceScatter(mode, ...(args as Parameters<Comm['reduceScatter']>));
+      case 'reduceScatterBlock': return this.#reduceScatterBlock(mode, ...(args as Parameters<Comm['reduceScatterBlock']>));
+      case 'scan': return this.#scan(mode, ...(args as Parameters<Comm['scan']>));
+      case 'exscan': return this.#exscan(mode, ...(args as Parameters<Comm['exscan']>));
+    }
   }
 
   #checkRoot(call: string, root: unknown): void {

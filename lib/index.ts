@@ -6,6 +6,7 @@
  *   world.allreduce(mpi.IN_PLACE, values, mpi.Op.SUM);
  */
 export { Comm } from './comm.js';
+export { Intercomm } from './intercomm.js';
 export { Group } from './group.js';
 export { PersistentRequest, Request } from './request.js';
 export { COMM_SELF, COMM_WORLD, abort, init } from './world.js';

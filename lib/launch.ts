@@ -117,6 +117,14 @@ function signalNumber(sig: NodeJS.Signals): number {
 
 /** How long after SIGTERM a rank that has not ended gets SIGKILL. */
 const KILL_AFTER_MS = 2000;
+/**
+ * Thread mode: how long after the job is marked failed the workers are
+ * terminated. A worker blocked in a collective leaves it within one
+ * liveness slice (~20 ms) once the job is marked failed; terminating it
+ * while it is still inside the addon would make the addon throw into a
+ * dying environment.
+ */
+const THREAD_UNWIND_MS = 150;
 /** How long the relay waits for output after the last rank has ended. */
 const DRAIN_MS = 2000;
 /** A partial line longer than this is relayed without waiting for its newline. */
@@ -192,9 +200,14 @@ class Job {
     try {
       this.#fd = native.segmentDupFd(this.#segment);
       if (thread) for (let r = 0; r < this.#np; r++) workerFds.push(native.segmentDupFd(this.#segment));
-    } finally {
-      native.segmentUnlink(this.#segment);
+    } catch (err) {
+      // Out of descriptors: give back what was taken; closing the segment
+      // also unlinks its name.
+      for (const fd of [this.#fd, ...workerFds]) if (fd >= 0) try { closeSync(fd); } catch { /* closed */ }
+      native.segmentClose(this.#segment);
+      throw err;
     }
+    native.segmentUnlink(this.#segment);
     try {
       const st = fstatSync(this.#fd);
       this.#ino = st.ino;
@@ -391,25 +404,28 @@ class Job {
     this.#signals[r] = signal;
     this.#running--;
     const failed = signal !== null || code !== 0;
-    if (failed && !this.#ending) {
+    const first = !this.#ending;
+    if (first) {
       // Before this rank's end is recorded: did some rank call abort()? Its
       // SIGTERMs (or, in thread mode, the errors it caused) can arrive
-      // before its own exit; the job failed because of the aborting rank.
+      // before its own exit, and in thread mode nothing but the launcher
+      // ends the other ranks, even after abort(0).
       const a = this.#abortedBy();
       if (a >= 0) {
         this.#aborter = a;
         this.#fail(a, false);
         if (this.#exitCodes[a] !== -1) this.#reportAbort(a);
         else this.#abortPending = a;
-      } else {
+      } else if (failed) {
         if (!reported) this.#log(`nodempi: rank ${r} ${this.#describeEnd(r)}; ending the job`);
         this.#fail(r, true);
       }
-      native.segmentExited(this.#segment, r, signal ? -signalNumber(signal) : 1 + code, true);
-    } else {
-      native.segmentExited(this.#segment, r, signal ? -signalNumber(signal) : 1 + code, false);
-      if (r === this.#abortPending) this.#reportAbort(r);
+    } else if (r === this.#abortPending) {
+      this.#reportAbort(r);
     }
+    // Ranks waiting on this one stop with ERR_PROC_FAILED; the first failure
+    // also marks the whole job failed, so every waiting rank stops.
+    native.segmentExited(this.#segment, r, signal ? -signalNumber(signal) : 1 + code, failed && first);
     this.#maybeFinish();
   }
 
@@ -419,14 +435,19 @@ class Job {
   }
 
   // Lets the other ranks end on their own (they stop waiting for the failed
-  // one at once), then terminates them, then kills what is left.
+  // one at once), then terminates them, then kills what is left. After an
+  // abort (grace false) the others are ended at once, but the aborting rank
+  // itself, which is on its way out with its own code, gets the full grace.
   #fail(r: number, grace: boolean): void {
     if (this.#ending) return;
     this.#ending = true;
     this.#failedRank = r;
-    const graceMs = grace ? this.#o.graceMs ?? 1000 : 0;
-    this.#timers.push(setTimeout(() => this.#killAll('SIGTERM'), graceMs));
-    this.#timers.push(setTimeout(() => this.#killAll('SIGKILL'), graceMs + KILL_AFTER_MS));
+    const fullGrace = this.#o.graceMs ?? 1000;
+    let graceMs = grace ? fullGrace : 0;
+    if (this.#o.mode === 'thread') graceMs = Math.max(graceMs, THREAD_UNWIND_MS);
+    this.#timers.push(setTimeout(() => this.#killAll('SIGTERM', grace ? -1 : r), graceMs));
+    if (!grace) this.#timers.push(setTimeout(() => this.#killAll('SIGTERM'), Math.max(graceMs, fullGrace)));
+    this.#timers.push(setTimeout(() => this.#killAll('SIGKILL'), Math.max(graceMs, fullGrace) + KILL_AFTER_MS));
   }
 
   #onTimeout(): void {
@@ -436,7 +457,13 @@ class Job {
     this.#timedOut = true;
     this.#ending = true;
     native.segmentFail(this.#segment);
-    this.#killAll('SIGTERM');
+    this.#endAll('SIGTERM');
+  }
+
+  /** Marks nothing; sends `signal` now (after the unwind pause in thread mode), SIGKILL later. */
+  #endAll(signal: NodeJS.Signals): void {
+    if (this.#o.mode === 'thread') this.#timers.push(setTimeout(() => this.#killAll(signal), THREAD_UNWIND_MS));
+    else this.#killAll(signal);
     this.#timers.push(setTimeout(() => this.#killAll('SIGKILL'), KILL_AFTER_MS));
   }
 
@@ -446,13 +473,14 @@ class Job {
     const again = this.#ending;
     this.#ending = true;
     native.segmentFail(this.#segment);
-    this.#killAll(again ? 'SIGKILL' : signal);
-    this.#timers.push(setTimeout(() => this.#killAll('SIGKILL'), KILL_AFTER_MS));
+    if (again) this.#killAll('SIGKILL');
+    else this.#endAll(signal);
   }
 
-  #killAll(signal: NodeJS.Signals): void {
+  /** Sends `signal` to every rank still running, but `spare`. */
+  #killAll(signal: NodeJS.Signals, spare = -1): void {
     this.#ranks.forEach((rank, r) => {
-      if (this.#exitCodes[r] === -1) rank.kill(signal);
+      if (this.#exitCodes[r] === -1 && r !== spare) rank.kill(signal);
     });
   }
 

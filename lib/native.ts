@@ -53,6 +53,11 @@ export interface NativeAddon {
   ctxRelease(ctx: number): void;
   commCreate(ctx: number, rank: number, worldRanks: Int32Array): number;
   commFree(comm: number): void;
+  /** Leaders of two groups swap a message through the segment (intercommunicator creation). */
+  leaderExchange(peerWorldRank: number, tag: number, data: Int32Array): Int32Array;
+  /** Intercommunicator reductions: alltoallv then fold what arrived (bytes per merged rank). */
+  exchangeFold(comm: number, send: View | null, sendBytes: Float64Array, sendDispls: Float64Array, recv: View | null,
+    recvBytes: Float64Array, count: number, type: number, op: number, user: UserOpSpec | undefined, mode: number): number | undefined;
 
   // progress engine (lib/request.ts)
   /** fn() runs on the main thread when requests may have completed. */
@@ -71,6 +76,21 @@ export interface NativeAddon {
 
   /** out = a op b over `count` items of basic type `type` (or of a user op). */
   reduceLocals(a: View, b: View, out: View, count: number, type: number, op: number, user?: UserOpSpec): void;
+
+  // datatypes
+  /** Registers a committed datatype's description (lib/datatype.ts `serialize`); returns its handle. */
+  typeCommit(description: Float64Array): number;
+  /** Drops a handle; an operation already holding the description finishes with it. */
+  typeRelease(handle: number): void;
+  /** The description tree as text (tests, debugging). */
+  typeDescribe(handle: number): string;
+  /**
+   * Packs `count` items whose first origin is at byte `srcOrigin` of `src`
+   * into `dst` from byte `dstOffset` on; returns the bytes written (count × size).
+   */
+  typePack(handle: number, count: number, src: View, srcOrigin: number, dst: View, dstOffset: number): number;
+  /** The reverse of typePack: reads the stream from byte `srcOffset` of `src`. */
+  typeUnpack(handle: number, count: number, src: View, srcOffset: number, dst: View, dstOrigin: number): number;
 
   segmentCreate(nranks: number): { handle: number; fd: number; name: string; bytes: number };
   segmentUnlink(handle: number): void;

@@ -1,0 +1,354 @@
+/**
+ * Intercommunicators: two disjoint groups whose collectives move data from
+ * one group to the other (MPI 4.1 §6.2.2). Both groups share one context in
+ * the segment, ordered "low" group first (the group whose leader has the
+ * lower world rank); each intercommunicator collective runs as one native
+ * v-collective over that merged context, with zero counts for the ranks of
+ * the sending side's own group, so it is queued and matched like any other.
+ */
+import { Comm, registerIntercomm, type CollectiveName, type Intercomm as IntercommShape } from './comm.js';
+import { IN_PLACE, PROC_NULL, ROOT } from './constants.js';
+import { BasicType } from './datatype.js';
+import { describe, fail } from './errors.js';
+import { Group } from './group.js';
+import { resolve, resolveBlocks, resolveV, resolveW, type ResolvedV } from './message.js';
+import { native } from './native.js';
+import { checkOp, Op, userOpSpec } from './op.js';
+import { Mode } from './request.js';
+import { worldRank } from './runtime.js';
+
+const EMPTY = new Uint8Array(0);
+const CONTEXTS = 64;
+
+/** An intercommunicator (MPI_Comm with a remote group). */
+export class Intercomm extends Comm implements IntercommShape {
+  readonly #local: Group;
+  readonly #remote: Group;
+  readonly #low: boolean;
+  readonly #lrank: number;
+
+  /** @internal */
+  constructor(handle: number, local: Group, remote: Group, low: boolean) {
+    super(handle, '', local);
+    this.#local = local;
+    this.#remote = remote;
+    this.#low = low;
+    this.#lrank = local.worldRanks.indexOf(worldRank());
+  }
+
+  /** This rank in the local group. */
+  override get rank(): number {
+    void this.handle;
+    return this.#lrank;
+  }
+
+  /** Size of the local group. */
+  override get size(): number {
+    void this.handle;
+    return this.#local.size;
+  }
+
+  override get isInter(): boolean {
+    return true;
+  }
+
+  /** Size of the remote group (MPI_Comm_remote_size). */
+  get remoteSize(): number {
+    return this.#remote.size;
+  }
+
+  /** MPI_Comm_remote_group. */
+  remoteGroup(): Group {
+    return this.#remote;
+  }
+
+  override group(): Group {
+    return this.#local;
+  }
+
+  /**
+   * MPI_Intercomm_merge: an intracommunicator of both groups; the group that
+   * passes high = false comes first (the low group when both pass the same).
+   */
+  merge(high: boolean): Comm {
+    if (typeof high !== 'boolean') fail('ERR_ARG', 'merge', `high must be a boolean, got ${describe(high)}`);
+    const h = this.handle;
+    const n = this.#local.size + this.#remote.size;
+    const flags = new Int32Array(n);
+    native.allgather(h, Int32Array.of(high ? 1 : 0), flags, 4, Mode.BLOCKING);
+    const localHigh = flags[this.#base(true)] === 1, remoteHigh = flags[this.#base(false)] === 1;
+    const localFirst = localHigh === remoteHigh ? this.#low : !localHigh;
+    const world = localFirst ? [...this.#local.worldRanks, ...this.#remote.worldRanks] : [...this.#remote.worldRanks, ...this.#local.worldRanks];
+    const me = world.indexOf(worldRank());
+    const ctx = this.#agreeContext(h, 'merge', me === 0 ? n : 0);
+    return new Comm(native.commCreate(ctx, me, Int32Array.from(world)), '', new Group(world));
+  }
+
+  /** MPI_Comm_dup of an intercommunicator: the same groups, a new context. */
+  override dup(): Intercomm {
+    const h = this.handle;
+    const world = this.#merged();
+    const me = this.#base(true) + this.#lrank;
+    const ctx = this.#agreeContext(h, 'dup', me === 0 ? world.length : 0);
+    return new Intercomm(native.commCreate(ctx, me, Int32Array.from(world)), this.#local, this.#remote, this.#low);
+  }
+
+  override split(): Comm | null {
+    fail('ERR_COMM', 'split', 'splitting an intercommunicator is not supported; merge() it first');
+  }
+
+  override splitType(): Comm | null {
+    fail('ERR_COMM', 'splitType', 'splitType of an intercommunicator is not supported; merge() it first');
+  }
+
+  override create(): Comm | null {
+    fail('ERR_COMM', 'create', 'create on an intercommunicator is not supported; merge() it first');
+  }
+
+  override compare(other: Comm): number {
+    return super.compare(other);
+  }
+
+  /** @internal */
+  override _run(name: CollectiveName, mode: Mode, ...args: unknown[]): unknown {
+    const h = this.handle;
+    if (name === 'scan' || name === 'exscan') fail('ERR_COMM', name, 'scan and exscan are not defined on intercommunicators');
+    if (args.includes(IN_PLACE)) fail('ERR_ARG', name, 'IN_PLACE is not allowed on an intercommunicator');
+    const nr = this.#remote.size;
+    const size = this.#local.size + nr;
+    const zeros = () => new Float64Array(size);
+    // Per merged rank: `bytes` to (or from) remote rank i, at displs[i].
+    const toRemote = (bytes: (i: number) => number, displ: (i: number) => number): [Float64Array, Float64Array] => {
+      const b = zeros(), d = zeros();
+      for (let i = 0; i < nr; i++) {
+        b[this.#base(false) + i] = bytes(i);
+        d[this.#base(false) + i] = displ(i);
+      }
+      return [b, d];
+    };
+    const fromV = (v: ResolvedV) => toRemote((i) => v.bytes[i]!, (i) => v.displs[i]!);
+    switch (name) {
+      case 'barrier':
+        return native.barrier(h, mode);
+      case 'bcast': {
+        const [buf, root] = args as [unknown, number];
+        const r = this.#root('bcast', root);
+        if (r.role === 'root') {
+          const m = resolve('bcast', 'buffer', buf);
+          const [b, d] = toRemote(() => m.bytes, () => 0);
+          return native.scatterv(h, m.view, b, d, EMPTY, 0, r.merged, mode);
+        }
+        if (r.role === 'none') return native.scatterv(h, null, null, null, EMPTY, 0, -1, mode);
+        const m = resolve('bcast', 'buffer', buf);
+        return native.scatterv(h, null, null, null, m.view, m.bytes, r.merged, mode);
+      }
+      case 'gather':
+      case 'gatherv': {
+        const [send, recv, root] = args as [unknown, unknown, number];
+        const r = this.#root(name, root);
+        if (r.role === 'root') {
+          const [b, d] = name === 'gather'
+            ? ((rv) => toRemote(() => rv.bytes, (i) => i * rv.bytes))(resolveBlocks(name, 'receive buffer', recv, nr))
+            : fromV(resolveV(name, 'receive spec', recv, nr));
+          const view = name === 'gather' ? resolveBlocks(name, 'receive buffer', recv, nr).view : resolveV(name, 'receive spec', recv, nr).view;
+          return native.gatherv(h, EMPTY, 0, view, b, d, r.merged, mode);
+        }
+        if (r.role === 'none') return native.gatherv(h, EMPTY, 0, null, null, null, -1, mode);
+        const s = resolve(name, 'send buffer', send);
+        return native.gatherv(h, s.view, s.bytes, null, null, null, r.merged, mode);
+      }
+      case 'scatter':
+      case 'scatterv': {
+        const [send, recv, root] = args as [unknown, unknown, number];
+        const r = this.#root(name, root);
+        if (r.role === 'root') {
+          if (name === 'scatter') {
+            const sv = resolveBlocks(name, 'send buffer', send, nr);
+            const [b, d] = toRemote(() => sv.bytes, (i) => i * sv.bytes);
+            return native.scatterv(h, sv.view, b, d, EMPTY, 0, r.merged, mode);
+          }
+          const sv = resolveV(name, 'send spec', send, nr);
+          const [b, d] = fromV(sv);
+          return native.scatterv(h, sv.view, b, d, EMPTY, 0, r.merged, mode);
+        }
+        if (r.role === 'none') return native.scatterv(h, null, null, null, EMPTY, 0, -1, mode);
+        const m = resolve(name, 'receive buffer', recv);
+        return native.scatterv(h, null, null, null, m.view, m.bytes, r.merged, mode);
+      }
+      case 'allgather':
+      case 'allgatherv': {
+        const [send, recv] = args;
+        const s = resolve(name, 'send buffer', send);
+        const [sb, sd] = toRemote(() => s.bytes, () => 0);
+        if (name === 'allgather') {
+          const rv = resolveBlocks(name, 'receive buffer', recv, nr);
+          const [rb, rd] = toRemote(() => rv.bytes, (i) => i * rv.bytes);
+          return native.alltoallv(h, s.view, sb, sd, rv.view, rb, rd, mode);
+        }
+        const rv = resolveV(name, 'receive spec', recv, nr);
+        const [rb, rd] = fromV(rv);
+        return native.alltoallv(h, s.view, sb, sd, rv.view, rb, rd, mode);
+      }
+      case 'alltoall': {
+        const [send, recv] = args;
+        const s = resolveBlocks(name, 'send buffer', send, nr), rv = resolveBlocks(name, 'receive buffer', recv, nr);
+        const [sb, sd] = toRemote(() => s.bytes, (i) => i * s.bytes);
+        const [rb, rd] = toRemote(() => rv.bytes, (i) => i * rv.bytes);
+        return native.alltoallv(h, s.view, sb, sd, rv.view, rb, rd, mode);
+      }
+      case 'alltoallv':
+      case 'alltoallw': {
+        const [send, recv] = args;
+        const rs = name === 'alltoallv' ? resolveV : resolveW;
+        const s = rs(name, 'send spec', send, nr), rv = rs(name, 'receive spec', recv, nr);
+        const [sb, sd] = fromV(s);
+        const [rb, rd] = fromV(rv);
+        return native.alltoallv(h, s.view, sb, sd, rv.view, rb, rd, mode);
+      }
+      case 'reduce': {
+        const [send, recv, opArg, root] = args as [unknown, unknown, Op | undefined, number | undefined];
+        const op = opArg ?? Op.SUM;
+        const r = this.#root('reduce', root ?? 0);
+        if (r.role === 'root') {
+          const m = resolve('reduce', 'receive buffer', recv);
+          checkOp(op, m.type, 'reduce');
+          const [rb] = toRemote(() => m.bytes, () => 0);
+          return native.exchangeFold(h, EMPTY, zeros(), zeros(), m.view, rb, m.count, m.type.basic, op.id, userOpSpec(op, m.type), mode);
+        }
+        if (r.role === 'none') {
+          return native.exchangeFold(h, EMPTY, zeros(), zeros(), null, zeros(), 0, BasicType.U8, Op.SUM.id, undefined, mode);
+        }
+        const s = resolve('reduce', 'send buffer', send);
+        checkOp(op, s.type, 'reduce');
+        const sb = zeros();
+        sb[r.merged] = s.bytes;
+        return native.exchangeFold(h, s.view, sb, zeros(), null, zeros(), s.count, s.type.basic, op.id, userOpSpec(op, s.type), mode);
+      }
+      case 'allreduce': {
+        const [send, recv, opArg] = args as [unknown, unknown, Op | undefined];
+        const op = opArg ?? Op.SUM;
+        const s = resolve('allreduce', 'send buffer', send), m = resolve('allreduce', 'receive buffer', recv);
+        this.#sameItems('allreduce', s, m);
+        checkOp(op, m.type, 'allreduce');
+        const [sb, sd] = toRemote(() => s.bytes, () => 0);
+        const [rb] = toRemote(() => m.bytes, () => 0);
+        return native.exchangeFold(h, s.view, sb, sd, m.view, rb, m.count, m.type.basic, op.id, userOpSpec(op, m.type), mode);
+      }
+      case 'reduceScatterBlock': {
+        const [send, recv, opArg] = args as [unknown, unknown, Op | undefined];
+        const op = opArg ?? Op.SUM;
+        const s = resolveBlocks(name, 'send buffer', send, nr), m = resolve(name, 'receive buffer', recv);
+        this.#sameItems(name, s, m);
+        checkOp(op, m.type, name);
+        const [sb, sd] = toRemote(() => s.bytes, (i) => i * s.bytes);
+        const [rb] = toRemote(() => m.bytes, () => 0);
+        return native.exchangeFold(h, s.view, sb, sd, m.view, rb, m.count, m.type.basic, op.id, userOpSpec(op, m.type), mode);
+      }
+      case 'reduceScatter': {
+        const [send, recv, counts, opArg] = args as [unknown, unknown, number[], Op | undefined];
+        const op = opArg ?? Op.SUM;
+        if (!Array.isArray(counts) || counts.length !== this.#local.size || !counts.every((c) => Number.isSafeInteger(c) && c >= 0)) {
+          fail('ERR_COUNT', name, `recvcounts must list a non-negative count for each of the ${this.#local.size} local ranks, got ${describe(counts)}`);
+        }
+        const m = resolve(name, 'receive buffer', recv);
+        if (m.count < counts[this.#lrank]!) fail('ERR_BUFFER', name, `receive buffer holds ${m.count} items, ${counts[this.#lrank]} needed`);
+        const s = resolve(name, 'send buffer', send);
+        if (s.type.basic !== m.type.basic) fail('ERR_TYPE', name, `send datatype ${s.type.name} differs from receive datatype ${m.type.name}`);
+        checkOp(op, m.type, name);
+        // Each side learns how the other distributes its result: one small
+        // exchange of this rank's count, then the reduction itself.
+        const mine = counts[this.#lrank]!;
+        const remoteCounts = new Float64Array(nr);
+        const [cb, cd] = toRemote(() => 8, () => 0);
+        const [crb, crd] = toRemote(() => 8, (i) => 8 * i);
+        native.alltoallv(h, Float64Array.of(mine), cb, cd, remoteCounts, crb, crd, Mode.BLOCKING);
+        const total = remoteCounts.reduce((a, b) => a + b, 0);
+        if (s.count !== total) fail('ERR_COUNT', name, `send buffer holds ${s.count} items but the remote group's recvcounts add up to ${total}`);
+        const item = s.type.extent;
+        let at = 0;
+        const offs = Array.from(remoteCounts, (c) => ((at += c), at - c));
+        const [sb, sd] = toRemote((i) => remoteCounts[i]! * item, (i) => offs[i]! * item);
+        const [rb] = toRemote(() => mine * item, () => 0);
+        return native.exchangeFold(h, s.view, sb, sd, m.view, rb, mine, m.type.basic, op.id, userOpSpec(op, m.type), mode);
+      }
+    }
+    fail('ERR_COMM', name, 'not defined on intercommunicators');
+  }
+
+  // Merged rank of local (or remote) rank 0.
+  #base(local: boolean): number {
+    return local === this.#low ? 0 : (local ? this.#remote.size : this.#local.size);
+  }
+
+  #merged(): number[] {
+    return this.#low ? [...this.#local.worldRanks, ...this.#remote.worldRanks] : [...this.#remote.worldRanks, ...this.#local.worldRanks];
+  }
+
+  #root(call: string, root: unknown): { role: 'root' | 'none' | 'remote'; merged: number } {
+    if (root === ROOT) return { role: 'root', merged: this.#base(true) + this.#lrank };
+    if (root === PROC_NULL) return { role: 'none', merged: -1 };
+    if (typeof root === 'number' && Number.isInteger(root) && root >= 0 && root < this.#remote.size) {
+      return { role: 'remote', merged: this.#base(false) + root };
+    }
+    fail('ERR_ROOT', call, `root must be mpi.ROOT, mpi.PROC_NULL or a rank of the remote group (size ${this.#remote.size}), got ${describe(root)}`);
+  }
+
+  #sameItems(call: string, s: { type: { basic: number; name: string }; count: number }, r: { type: { basic: number; name: string }; count: number }): void {
+    if (s.type.basic !== r.type.basic) fail('ERR_TYPE', call, `send datatype ${s.type.name} differs from receive datatype ${r.type.name}`);
+    if (s.count !== r.count) fail('ERR_COUNT', call, `send count ${s.count} differs from receive count ${r.count}`);
+  }
+
+  // Collective over the merged context: the rank that passes members > 0
+  // takes a context; every rank learns it.
+  #agreeContext(h: number, call: string, members: number): number {
+    const n = this.#local.size + this.#remote.size;
+    const id = members > 0 ? native.ctxAlloc(members) : 0;
+    const ids = new Int32Array(n);
+    native.allgather(h, Int32Array.of(id), ids, 4, Mode.BLOCKING);
+    const ctx = Math.max(...ids) > 0 ? Math.max(...ids) : Math.min(...ids);
+    if (ctx < 0) fail('ERR_OTHER', call, `no communicator context is free (${CONTEXTS - 1} may exist at once)`);
+    return ctx;
+  }
+}
+
+// MPI_Intercomm_create, run by every rank of `local`.
+registerIntercomm((local, localLeader, peerComm, remoteLeader, tag) => {
+  const call = 'createIntercomm';
+  if (!Number.isInteger(localLeader) || localLeader < 0 || localLeader >= local.size) {
+    fail('ERR_RANK', call, `localLeader ${describe(localLeader)} is not a rank of a communicator of size ${local.size}`);
+  }
+  if (!(peerComm instanceof Comm)) fail('ERR_COMM', call, `peerComm must be a Comm, got ${describe(peerComm)}`);
+  if (!Number.isInteger(tag) || tag < 0) fail('ERR_TAG', call, `tag must be a non-negative integer, got ${describe(tag)}`);
+  const localWorld = local.group().worldRanks;
+  let header = new Int32Array(3);
+  let remoteWorld: Int32Array | null = null;
+  if (local.rank === localLeader) {
+    if (!Number.isInteger(remoteLeader) || remoteLeader < 0 || remoteLeader >= peerComm.size) {
+      fail('ERR_RANK', call, `remoteLeader ${describe(remoteLeader)} is not a rank of peerComm (size ${peerComm.size})`);
+    }
+    const peerWorld = peerComm.group().worldRanks[remoteLeader]!;
+    if (localWorld.includes(peerWorld)) fail('ERR_ARG', call, `the remote leader (world rank ${peerWorld}) is in the local group; the groups must be disjoint`);
+    // 1. The leaders swap their groups; 2. the one with the lower world
+    //    rank takes a context for both groups and tells the other.
+    const got = native.leaderExchange(peerWorld, tag, Int32Array.of(localWorld.length, ...localWorld));
+    const theirs = got[0]!;
+    remoteWorld = got.slice(1, 1 + theirs);
+    const low = worldRank() < peerWorld;
+    const mine = low ? native.ctxAlloc(localWorld.length + theirs) : 0;
+    const ctx = native.leaderExchange(peerWorld, tag, Int32Array.of(mine))[0]!;
+    header = Int32Array.of(low ? mine : ctx, theirs, low ? 1 : 0);
+  }
+  const hdr = header;
+  local.bcast(hdr, localLeader);
+  const [ctx, nRemote, lowFlag] = hdr as unknown as [number, number, number];
+  const remote = remoteWorld && local.rank === localLeader ? remoteWorld : new Int32Array(nRemote);
+  local.bcast(remote, localLeader);
+  if (ctx < 0) fail('ERR_OTHER', call, `no communicator context is free (${CONTEXTS - 1} may exist at once)`);
+  const low = lowFlag === 1;
+  const remoteGroup = new Group(Array.from(remote));
+  const localGroup = new Group(localWorld);
+  const merged = low ? [...localWorld, ...remote] : [...remote, ...localWorld];
+  const me = merged.indexOf(worldRank());
+  const handle = native.commCreate(ctx, me, Int32Array.from(merged));
+  return new Intercomm(handle, localGroup, remoteGroup, low);
+});

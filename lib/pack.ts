@@ -1,0 +1,103 @@
+/**
+ * MPI_Pack, MPI_Unpack and MPI_Pack_size: items of any committed datatype
+ * to and from a contiguous byte stream in type-map order (the stream of
+ * `count` items is count × size bytes, padding excluded). Contiguous types
+ * are one copy; the others run natively over the type's committed
+ * description.
+ */
+import { Datatype } from './datatype.js';
+import { describe, fail } from './errors.js';
+import { resolve, type Buf, type Msg } from './message.js';
+import { native } from './native.js';
+
+function streamView(call: string, what: string, b: unknown): ArrayBufferView {
+  if (ArrayBuffer.isView(b)) return b;
+  if (b instanceof ArrayBuffer || (typeof SharedArrayBuffer !== 'undefined' && b instanceof SharedArrayBuffer)) {
+    return new Uint8Array(b);
+  }
+  fail('ERR_BUFFER', call, `${what} must be a TypedArray, DataView, Buffer or ArrayBuffer, got ${describe(b)}`);
+}
+
+function positionArg(call: string, position: unknown): number {
+  if (typeof position !== 'number' || !Number.isSafeInteger(position) || position < 0) {
+    fail('ERR_ARG', call, `position must be a non-negative integer (bytes), got ${describe(position)}`);
+  }
+  return position;
+}
+
+/** The items must lie inside their view, whose start is item 0's origin. */
+function checkSpan(call: string, what: string, view: ArrayBufferView, count: number, type: Datatype): void {
+  const [lo, hi] = type.span(count);
+  if (lo < 0 || hi > view.byteLength) {
+    fail('ERR_BUFFER', call, `${count} × ${type.name} touch bytes ${lo} to ${hi} of ${what}, which holds bytes 0 to ${view.byteLength}`);
+  }
+}
+
+function bytesOf(view: ArrayBufferView, offset: number, length: number): Uint8Array {
+  return new Uint8Array(view.buffer, view.byteOffset + offset, length);
+}
+
+/**
+ * MPI_Pack_size: an upper bound on the bytes `count` items of `datatype`
+ * add to a packed stream (here exactly count × size).
+ */
+export function packSize(count: number, datatype: Datatype): number {
+  const call = 'packSize';
+  if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0) {
+    fail('ERR_COUNT', call, `count must be a non-negative integer, got ${describe(count)}`);
+  }
+  if (!(datatype instanceof Datatype)) fail('ERR_TYPE', call, `datatype must be a Datatype, got ${describe(datatype)}`);
+  if (datatype.freed) fail('ERR_TYPE', call, `datatype ${datatype.name} has been freed`);
+  const bytes = count * datatype.size;
+  if (!Number.isSafeInteger(bytes)) fail('ERR_COUNT', call, `${count} × ${datatype.name} is more than 2^53 bytes`);
+  return bytes;
+}
+
+/**
+ * MPI_Pack: appends the items of `inbuf` to `outbuf` at byte `position`;
+ * returns the position after them. ERR_TRUNCATE when they do not fit.
+ */
+export function pack(inbuf: Msg, outbuf: Buf, position: number): number {
+  const call = 'pack';
+  const m = resolve(call, 'inbuf', inbuf);
+  const out = streamView(call, 'outbuf', outbuf);
+  positionArg(call, position);
+  const bytes = m.count * m.type.size;
+  const room = Math.max(0, out.byteLength - position);
+  if (position > out.byteLength || bytes > room) {
+    fail('ERR_TRUNCATE', call, `${m.count} × ${m.type.name} pack to ${bytes} bytes, outbuf of ${out.byteLength} bytes has ${room} after position ${position}`);
+  }
+  checkSpan(call, 'inbuf', m.view, m.count, m.type);
+  if (bytes === 0) return position;
+  if (m.type.contiguous) {
+    bytesOf(out, position, bytes).set(bytesOf(m.view, 0, bytes));
+  } else {
+    native.typePack(m.type.handle, m.count, m.view, 0, out, position);
+  }
+  return position + bytes;
+}
+
+/**
+ * MPI_Unpack: fills the items of `outbuf` from `inbuf` starting at byte
+ * `position`; returns the position after the bytes read. ERR_TRUNCATE when
+ * `inbuf` ends first.
+ */
+export function unpack(inbuf: Buf, position: number, outbuf: Msg): number {
+  const call = 'unpack';
+  const src = streamView(call, 'inbuf', inbuf);
+  positionArg(call, position);
+  const m = resolve(call, 'outbuf', outbuf);
+  const bytes = m.count * m.type.size;
+  const avail = Math.max(0, src.byteLength - position);
+  if (position > src.byteLength || bytes > avail) {
+    fail('ERR_TRUNCATE', call, `${m.count} × ${m.type.name} unpack from ${bytes} bytes, inbuf of ${src.byteLength} bytes has ${avail} after position ${position}`);
+  }
+  checkSpan(call, 'outbuf', m.view, m.count, m.type);
+  if (bytes === 0) return position;
+  if (m.type.contiguous) {
+    bytesOf(m.view, 0, bytes).set(bytesOf(src, position, bytes));
+  } else {
+    native.typeUnpack(m.type.handle, m.count, src, position, m.view, 0);
+  }
+  return position + bytes;
+}
