@@ -666,7 +666,7 @@ export class Comm {
 
   #checkRoot(call: string, root: unknown): void {
     if (typeof root !== 'number' || !Number.isInteger(root)) {
-      fail('ERR_ROOT', call, `root must be an integer rank, got ${describe(root)}`);
+      fail('ERR_ROOT', call, `root must be an integer rank from 0 to ${this.#size - 1} (communicator of size ${this.#size}), got ${describe(root)}`);
     }
     if (root < 0 || root >= this.#size) {
       fail('ERR_ROOT', call, `root ${root} is out of range for a communicator of size ${this.#size}`);

@@ -26,12 +26,26 @@ function deliver(): void {
   }
 }
 
+// Small requests are queued without waking their lane's thread (a wait()
+// right after runs them on this thread, cheaper than a thread hand-off);
+// they are kicked off once the current JavaScript turn ends.
+let kickScheduled = false;
+function kickLater(): void {
+  if (kickScheduled) return;
+  kickScheduled = true;
+  queueMicrotask(() => {
+    kickScheduled = false;
+    native.kick();
+  });
+}
+
 function track(id: number, req: Request): void {
   if (!callbackSet) {
     native.setProgressCallback(deliver);
     callbackSet = true;
   }
   inflight.set(id, req);
+  kickLater();
 }
 
 /**

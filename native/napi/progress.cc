@@ -51,6 +51,8 @@ struct Progress {
   std::deque<MainCall*> mail;
   ProgressTsfn tsfn;  // wakes the event loop; calls lib's onProgress
   bool tsfn_live = false;
+  bool unkicked = false;
+  bool in_wait = false;   // the main thread is inside wait(); lib delivers afterwards  // some lane holds operations its thread was not woken for
   bool tsfn_ref = false;
   Napi::FunctionReference on_progress;
 };
@@ -97,9 +99,9 @@ progress::Lane& lane_of(Napi::Env env, Progress& p, uint32_t comm) {
   if (!p.lanes[comm]) {
     Progress* pp = &p;
     p.lanes[comm] = std::make_unique<progress::Lane>([pp](const std::shared_ptr<progress::Op>&) {
-      // Completed on the main thread (inside wait()): lib delivers it when
+      // Completed on the main thread inside wait(): lib delivers it when
       // that call returns, no need to wake the event loop.
-      if (on_main_thread(pp)) return;
+      if (on_main_thread(pp) && pp->in_wait) return;
       pp->signal.raise();
       wake_loop(*pp);
     });
@@ -152,15 +154,62 @@ std::shared_ptr<progress::Op> make_op(Progress& p, const Job& job) {
   return op;
 }
 
-uint64_t enqueue(Napi::Env env, Progress& p, const Job& job) {
+// Operations at least this large wake their lane's thread at once, so they
+// overlap with whatever the main thread computes next; smaller ones wait for
+// the kick lib/request.ts schedules at the end of the current JavaScript
+// turn (or for a wait() that runs them here), which spares a thread wake-up
+// per request when requests are waited for right away.
+constexpr size_t kWakeBytes = 64 * 1024;
+
+// Bytes of the TypedArray/DataView arguments of a binding call.
+size_t payload_bytes(const Napi::CallbackInfo& info) {
+  size_t total = 0;
+  for (size_t i = 1; i < info.Length(); ++i) {
+    napi_typedarray_type type;
+    size_t length = 0;
+    void* data;
+    if (napi_get_typedarray_info(info.Env(), info[i], &type, &length, &data, nullptr, nullptr) == napi_ok) {
+      total += length * element_size(type);
+    } else if (napi_get_dataview_info(info.Env(), info[i], &length, &data, nullptr, nullptr) == napi_ok) {
+      total += length;
+    }
+  }
+  return total;
+}
+
+uint64_t enqueue(Napi::Env env, Progress& p, const Job& job, bool wake) {
   auto op = make_op(p, job);
   p.pending.emplace(op->id, Pending{op, job.user, job.comm});
   if (p.tsfn_live && !p.tsfn_ref) {
     p.tsfn.Ref(env);
     p.tsfn_ref = true;
   }
-  lane_of(env, p, job.comm).submit(op);
+  lane_of(env, p, job.comm).submit(op, wake);
+  if (!wake) p.unkicked = true;
   return op->id;
+}
+
+// Wakes lanes holding operations not yet started, except `except` (the
+// lane the main thread is about to run itself).
+void kick_all(Progress& p, uint32_t except = UINT32_MAX) {
+  if (!p.unkicked) return;
+  p.unkicked = false;
+  for (uint32_t c = 0; c < p.lanes.size(); ++c) {
+    if (!p.lanes[c]) continue;
+    if (c == except) {
+      p.unkicked = true;  // still owed a kick if the main thread does not run it
+      continue;
+    }
+    p.lanes[c]->kick();
+  }
+}
+
+// No request in flight: the engine must not keep the process alive.
+void unref_if_idle(Napi::Env env, Progress& p) {
+  if (p.pending.empty() && p.tsfn_ref) {
+    p.tsfn.Unref(env);
+    p.tsfn_ref = false;
+  }
 }
 
 uint64_t id_arg(const Napi::CallbackInfo& info, size_t i) {
@@ -196,7 +245,7 @@ Napi::Value dispatch(const Napi::CallbackInfo& info, Job job) {
   State& st = State::of(env);
   switch (mode_arg(info)) {
     case Mode::NONBLOCKING:
-      return Napi::Number::New(env, double(enqueue(env, progress_of(env), job)));
+      return Napi::Number::New(env, double(enqueue(env, progress_of(env), job, payload_bytes(info) >= kWakeBytes)));
     case Mode::PERSISTENT: {
       Progress& p = progress_of(env);
       uint64_t id = p.next_id++;
@@ -209,6 +258,9 @@ Napi::Value dispatch(const Napi::CallbackInfo& info, Job job) {
   // Blocking: straight on this thread unless earlier operations on the same
   // communicator are still queued, in which case it waits its turn.
   Progress* p = st.progress;
+  // Before blocking, let every lane's queued operations progress: a peer
+  // may need one of them to reach this collective.
+  if (p) kick_all(*p, job.comm);
   progress::Lane* lane = p && job.comm < p->lanes.size() ? p->lanes[job.comm].get() : nullptr;
   std::unique_lock<std::mutex> hold;
   if (!lane || lane->try_run_direct(hold)) {
@@ -221,7 +273,7 @@ Napi::Value dispatch(const Napi::CallbackInfo& info, Job job) {
     return env.Undefined();
   }
   auto op = make_op(*p, job);
-  lane->submit(op);
+  lane->submit(op, false);
   wait_done(*p, *lane, op.get());
   Napi::Value err = outcome(env, *op, job.user);
   if (!err.IsNull()) throw Napi::Error(env, err);
@@ -290,10 +342,7 @@ Napi::Value Drain(const Napi::CallbackInfo& info) {
       ++it;
     }
   }
-  if (p.pending.empty() && p.tsfn_ref) {
-    p.tsfn.Unref(env);
-    p.tsfn_ref = false;
-  }
+  unref_if_idle(env, p);
   return out;
 }
 
@@ -305,9 +354,13 @@ Napi::Value Test(const Napi::CallbackInfo& info) {
   service_mail(p);
   auto it = p.pending.find(id_arg(info, 0));
   if (it == p.pending.end()) return env.Null();  // already delivered
-  if (it->second.op->state.load(std::memory_order_acquire) != progress::Op::DONE) return env.Undefined();
+  if (it->second.op->state.load(std::memory_order_acquire) != progress::Op::DONE) {
+    kick_all(p);
+    return env.Undefined();
+  }
   Napi::Value result = outcome(env, *it->second.op, it->second.user);
   p.pending.erase(it);
+  unref_if_idle(env, p);
   return result;
 }
 
@@ -318,8 +371,12 @@ Napi::Value Wait(const Napi::CallbackInfo& info) {
   auto it = p.pending.find(id_arg(info, 0));
   if (it == p.pending.end()) return env.Null();
   Pending pend = it->second;
+  kick_all(p, pend.comm);
+  p.in_wait = true;
   wait_done(p, lane_of(env, p, pend.comm), pend.op.get());
+  p.in_wait = false;
   p.pending.erase(pend.op->id);
+  unref_if_idle(env, p);
   return outcome(env, *pend.op, pend.user);
 }
 
@@ -329,6 +386,7 @@ Napi::Value WaitAny(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Progress& p = progress_of(env);
   Napi::Array ids = info[0].As<Napi::Array>();
+  kick_all(p);
   for (;;) {
     uint32_t seen = p.signal.value();
     service_mail(p);
@@ -351,7 +409,14 @@ Napi::Value Start(const Napi::CallbackInfo& info) {
   Progress& p = progress_of(env);
   auto it = p.templates.find(id_arg(info, 0));
   if (it == p.templates.end()) throw_mpi(env, ErrorClass::REQUEST, "start: the persistent request has been freed");
-  return Napi::Number::New(env, double(enqueue(env, p, it->second)));
+  return Napi::Number::New(env, double(enqueue(env, p, it->second, payload_bytes(info) >= kWakeBytes)));
+}
+
+// kick(): wakes the threads of lanes holding operations not yet started
+// (lib calls it once per JavaScript turn after queuing requests).
+void Kick(const Napi::CallbackInfo& info) {
+  Progress* p = State::of(info.Env()).progress;
+  if (p) kick_all(*p);
 }
 
 // freeTemplate(templateId)
@@ -368,6 +433,7 @@ void register_progress(Napi::Env env, Napi::Object exports) {
   exports.Set("wait", Napi::Function::New(env, Wait, "wait"));
   exports.Set("waitAny", Napi::Function::New(env, WaitAny, "waitAny"));
   exports.Set("start", Napi::Function::New(env, Start, "start"));
+  exports.Set("kick", Napi::Function::New(env, Kick, "kick"));
   exports.Set("freeTemplate", Napi::Function::New(env, FreeTemplate, "freeTemplate"));
 }
 

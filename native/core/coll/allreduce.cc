@@ -66,7 +66,7 @@ void allreduce(Context& c, const void* send, void* recv, size_t count, const Com
     if (send && count) std::memcpy(out, in, count * op.item);
     return;
   }
-  if (count * op.item <= kSmallReduceBytes) {
+  if (count * op.item <= std::min(kSmallReduceBytes, c.half_bytes())) {
     allreduce_flat(c, in, out, count, op);
   } else {
     allreduce_sliced(c, in, out, count, op);

@@ -67,7 +67,10 @@ void reduce(Context& c, const void* send, void* recv, size_t count, const Combin
     if (send && count) std::memcpy(out, in, count * op.item);
     return;
   }
-  if (count * op.item <= kSmallReduceBytes || count * op.item <= c.half_bytes() / 4) {
+  // One phase when the whole vector fits one slot half (and is small enough
+  // that the root folding alone beats sharing the work).
+  const size_t bytes = count * op.item;
+  if (bytes <= c.half_bytes() && (bytes <= kSmallReduceBytes || bytes <= c.half_bytes() / 4)) {
     reduce_flat(c, in, out, count, op, root);
   } else {
     reduce_sliced(c, in, out, count, op, root);

@@ -38,13 +38,27 @@ Lane::~Lane() {
   thread_.join();
 }
 
-void Lane::submit(std::shared_ptr<Op> op) {
+void Lane::submit(std::shared_ptr<Op> op, bool wake) {
   pending_.fetch_add(1, std::memory_order_acq_rel);
+  bool notify;
   {
     std::lock_guard<std::mutex> lk(mu_);
     queue_.push_back(std::move(op));
+    if (wake) kicked_ = true;
+    notify = wake && asleep_;
   }
-  cv_.notify_one();
+  if (notify) cv_.notify_one();
+}
+
+void Lane::kick() {
+  bool notify;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (queue_.empty()) return;
+    kicked_ = true;
+    notify = asleep_;
+  }
+  if (notify) cv_.notify_one();
 }
 
 bool Lane::try_run_direct(std::unique_lock<std::mutex>& hold) {
@@ -94,12 +108,19 @@ bool Lane::help(const Op* target) {
   return target->state.load(std::memory_order_acquire) == Op::DONE;
 }
 
+// Once kicked, the worker drains the queue (including operations queued
+// meanwhile without a wake-up), then sleeps until the next kick.
 void Lane::worker() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stop_ and drained
+      if (queue_.empty()) kicked_ = false;
+      if (!kicked_ || queue_.empty()) {
+        asleep_ = true;
+        cv_.wait(lk, [&] { return stop_ || (kicked_ && !queue_.empty()); });
+        asleep_ = false;
+      }
+      if (stop_ && queue_.empty()) return;
     }
     std::lock_guard<std::mutex> run(run_mu_);
     run_next();

@@ -50,7 +50,13 @@ class Lane {
   explicit Lane(std::function<void(const std::shared_ptr<Op>&)> on_done);
   ~Lane();  // finishes what is queued, then joins the worker (only when !busy())
 
-  void submit(std::shared_ptr<Op> op);
+  // Queues op. With wake = false the worker is not woken yet: the op runs
+  // when the main thread waits for it, or at the next kick(); this saves
+  // waking a thread (microseconds) for small operations that are waited for
+  // at once.
+  void submit(std::shared_ptr<Op> op, bool wake = true);
+  // Wakes the worker if operations are queued.
+  void kick();
   // True when nothing is queued or running: a blocking collective may run
   // directly on the calling thread, which then holds the lane (see below).
   bool try_run_direct(std::unique_lock<std::mutex>& hold);
@@ -69,6 +75,8 @@ class Lane {
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Op>> queue_;
   bool stop_ = false;
+  bool asleep_ = false;             // the worker waits on cv_ (guarded by mu_)
+  bool kicked_ = false;             // the worker may run what is queued (mu_)
   std::mutex run_mu_;               // held by whoever executes operations
   std::atomic<uint32_t> pending_{0};  // queued + running
   std::thread thread_;
