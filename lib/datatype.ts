@@ -422,6 +422,27 @@ function safe(call: string, shape: Shape): Shape {
   return shape;
 }
 
+/** Runs `compute` on `root` and the descendants it needs, children first, without recursion. */
+function bottomUp<T>(root: T, children: (t: T) => readonly T[], done: (t: T) => boolean, compute: (t: T) => void): void {
+  const stack: [T, number][] = [[root, 0]];
+  while (stack.length) {
+    const top = stack[stack.length - 1]!;
+    const kids = children(top[0]);
+    if (top[1] < kids.length) {
+      const c = kids[top[1]++]!;
+      if (!done(c)) stack.push([c, 0]);
+    } else {
+      if (!done(top[0])) compute(top[0]);
+      stack.pop();
+    }
+  }
+}
+
+/** A type's name inside another's default name, kept short. */
+function short(name: string): string {
+  return name.length <= 60 ? name : `${name.slice(0, 57)}...`;
+}
+
 function listName(a: readonly unknown[]): string {
   return a.length <= 4 ? `[${a.join(', ')}]` : `[${a.slice(0, 3).join(', ')}, ... ${a.length} entries]`;
 }
@@ -445,7 +466,9 @@ export class Datatype {
   #committed: boolean;
   #freed = false;
   readonly #predefined: boolean;
-  // How to build the description (children's descriptions are shared).
+  // The types this one was built from, and how to build its description and
+  // signature from theirs (computed on demand, children first: bottomUp).
+  readonly #children: readonly Datatype[];
   readonly #build: () => Node | null;
   #node: Node | null | undefined;
   readonly #sigOf: () => Sig;
@@ -453,14 +476,15 @@ export class Datatype {
   #native: NativeType | undefined;
   #lastSig: [count: number, hash: bigint] | undefined;
 
-  private constructor(name: string, shape: Shape, predefined: boolean, build: () => Node | null, sig: () => Sig,
-    nativeType?: NativeType) {
+  private constructor(name: string, shape: Shape, predefined: boolean, children: readonly Datatype[],
+    build: () => Node | null, sig: () => Sig, nativeType?: NativeType) {
     this.#name = name;
     this.#shape = shape;
     this.basic = shape.basic;
     this.category = shape.category;
     this.#committed = predefined || nativeType !== undefined;
     this.#predefined = predefined;
+    this.#children = children;
     this.#build = build;
     this.#sigOf = sig;
     this.#native = nativeType;
@@ -483,6 +507,7 @@ export class Datatype {
   set name(value: string) { this.#name = String(value); }
   /** True once committed (predefined types always are). */
   get committed(): boolean { return this.#committed; }
+  /** True for the predefined datatypes (Datatype.INT, ...), which cannot be freed. */
   get predefined(): boolean { return this.#predefined; }
   /** True once freed; a freed datatype cannot be used. */
   get freed(): boolean { return this.#freed; }
@@ -573,7 +598,7 @@ export class Datatype {
   /** MPI_Type_dup: the same type map, committed if this one is. */
   dup(): Datatype {
     typeArg('Datatype.dup', 'datatype', this);
-    return new Datatype(`dup(${this.#name})`, this.#shape, false, () => this.#description(), () => this.#signature(),
+    return new Datatype(`dup(${short(this.#name)})`, this.#shape, false, [this], () => this.#description(), () => this.#signature(),
       this.#committed ? (this.#native ??= this.#register()) : undefined);
   }
 
@@ -584,19 +609,27 @@ export class Datatype {
     intArg(call, 'lb', lb);
     intArg(call, 'extent', extent);
     const shape = safe(call, { ...this.#shape, lb, ub: lb + extent, lbSticky: true, ubSticky: true });
-    return new Datatype(`resized(${this.#name}, ${lb}, ${extent})`, shape, false, () => this.#description(),
+    return new Datatype(`resized(${short(this.#name)}, ${lb}, ${extent})`, shape, false, [this], () => this.#description(),
       () => this.#signature());
   }
 
   toString(): string { return `Datatype(${this.#name})`; }
 
+  // Both are built from the children's, which must exist first: walking the
+  // tree of types with an explicit stack keeps any nesting depth off the
+  // call stack.
   #description(): Node | null {
-    if (this.#node === undefined) this.#node = this.#build();
-    return this.#node;
+    if (this.#node === undefined) {
+      bottomUp<Datatype>(this, (t) => t.#children, (t) => t.#node !== undefined, (t) => { t.#node = t.#build(); });
+    }
+    return this.#node as Node | null;
   }
 
   #signature(): Sig {
-    return (this.#sig ??= this.#sigOf());
+    if (this.#sig === undefined) {
+      bottomUp<Datatype>(this, (t) => t.#children, (t) => t.#sig !== undefined, (t) => { t.#sig = t.#sigOf(); });
+    }
+    return this.#sig!;
   }
 
   #register(): NativeType {
@@ -615,7 +648,7 @@ export class Datatype {
     const call = 'Datatype.contiguous';
     countArg(call, 'count', count);
     typeArg(call, 'old type', old);
-    return Datatype.#repeat(call, `contiguous(${count}, ${old.name})`, count, 1, old.extent, old);
+    return Datatype.#repeat(call, `contiguous(${count}, ${short(old.name)})`, count, 1, old.extent, old);
   }
 
   /**
@@ -628,7 +661,7 @@ export class Datatype {
     countArg(call, 'blocklength', blocklength);
     intArg(call, 'stride', stride);
     typeArg(call, 'old type', old);
-    return Datatype.#repeat(call, `vector(${count}, ${blocklength}, ${stride}, ${old.name})`, count, blocklength,
+    return Datatype.#repeat(call, `vector(${count}, ${blocklength}, ${stride}, ${short(old.name)})`, count, blocklength,
       stride * old.extent, old);
   }
 
@@ -639,7 +672,7 @@ export class Datatype {
     countArg(call, 'blocklength', blocklength);
     intArg(call, 'byteStride', byteStride);
     typeArg(call, 'old type', old);
-    return Datatype.#repeat(call, `hvector(${count}, ${blocklength}, ${byteStride}, ${old.name})`, count, blocklength,
+    return Datatype.#repeat(call, `hvector(${count}, ${blocklength}, ${byteStride}, ${short(old.name)})`, count, blocklength,
       byteStride, old);
   }
 
@@ -653,7 +686,7 @@ export class Datatype {
     const d = intsArg(call, 'displs', displs);
     sameLength(call, 'blocklengths', bl, 'displs', d);
     typeArg(call, 'old type', old);
-    return Datatype.#blocks(call, `indexed(${listName(bl)}, ${listName(d)}, ${old.name})`, bl,
+    return Datatype.#blocks(call, `indexed(${listName(bl)}, ${listName(d)}, ${short(old.name)})`, bl,
       d.map((x) => x * old.extent), old);
   }
 
@@ -664,7 +697,7 @@ export class Datatype {
     const d = intsArg(call, 'byteDispls', byteDispls);
     sameLength(call, 'blocklengths', bl, 'byteDispls', d);
     typeArg(call, 'old type', old);
-    return Datatype.#blocks(call, `hindexed(${listName(bl)}, ${listName(d)}, ${old.name})`, bl, d, old);
+    return Datatype.#blocks(call, `hindexed(${listName(bl)}, ${listName(d)}, ${short(old.name)})`, bl, d, old);
   }
 
   /** MPI_Type_create_indexed_block: indexed with one blocklength for every block. */
@@ -673,7 +706,7 @@ export class Datatype {
     countArg(call, 'blocklength', blocklength);
     const d = intsArg(call, 'displs', displs);
     typeArg(call, 'old type', old);
-    return Datatype.#blocks(call, `indexedBlock(${blocklength}, ${listName(d)}, ${old.name})`,
+    return Datatype.#blocks(call, `indexedBlock(${blocklength}, ${listName(d)}, ${short(old.name)})`,
       d.map(() => blocklength), d.map((x) => x * old.extent), old);
   }
 
@@ -683,7 +716,7 @@ export class Datatype {
     countArg(call, 'blocklength', blocklength);
     const d = intsArg(call, 'byteDispls', byteDispls);
     typeArg(call, 'old type', old);
-    return Datatype.#blocks(call, `hindexedBlock(${blocklength}, ${listName(d)}, ${old.name})`,
+    return Datatype.#blocks(call, `hindexedBlock(${blocklength}, ${listName(d)}, ${short(old.name)})`,
       d.map(() => blocklength), d, old);
   }
 
@@ -707,8 +740,8 @@ export class Datatype {
     const shape = combine(groups);
     const extent = shape.ub - shape.lb;
     if (!shape.ubSticky && extent > 0 && extent % shape.align !== 0) shape.ub += shape.align - (extent % shape.align);
-    return new Datatype(`struct(${listName(bl)}, ${listName(d)}, ${listName(ts.map((t) => t.name))})`, safe(call, shape),
-      false,
+    return new Datatype(`struct(${listName(bl)}, ${listName(d)}, ${listName(ts.map((t) => short(t.name)))})`, safe(call, shape),
+      false, ts,
       () => structNode(0, ts.map((t, i) => shiftNode(vectorNode(0, bl[i]!, t.extent, t.#description()), d[i]!))),
       () => ts.reduce((s, t, i) => concatSig(s, repeatSig(t.#signature(), bl[i]!)), EMPTY_SIG));
   }
@@ -748,7 +781,7 @@ export class Datatype {
     }
     const data = combine([{ type: old, dmin, dmax, copies }]);
     const shape = safe(call, { ...data, lb: 0, ub: stride, lbSticky: true, ubSticky: true });
-    return new Datatype(`subarray(${listName(sz)}, ${listName(sub)}, ${listName(st)}, ${order}, ${old.name})`, shape, false,
+    return new Datatype(`subarray(${listName(sz)}, ${listName(sub)}, ${listName(st)}, ${order}, ${short(old.name)})`, shape, false, [old],
       () => loops.reduce<Node | null>((child, [n, s, start]) => vectorNode(start, n, s, child), old.#description()),
       () => repeatSig(old.#signature(), copies));
   }
@@ -759,7 +792,7 @@ export class Datatype {
     const [bmin, bmax] = copies > 0 ? spread(blocklength, old.extent) : [0, 0];
     const [cmin, cmax] = copies > 0 ? spread(count, stride) : [0, 0];
     const shape = combine([{ type: old, dmin: cmin + bmin, dmax: cmax + bmax, copies }]);
-    return new Datatype(name, safe(call, shape), false,
+    return new Datatype(name, safe(call, shape), false, [old],
       () => vectorNode(0, count, stride, vectorNode(0, blocklength, old.extent, old.#description())),
       () => repeatSig(old.#signature(), copies));
   }
@@ -775,7 +808,7 @@ export class Datatype {
       copies += blocklengths[i]!;
     }
     const shape = combine([{ type: old, dmin: copies ? dmin : 0, dmax: copies ? dmax : 0, copies }]);
-    return new Datatype(name, safe(call, shape), false,
+    return new Datatype(name, safe(call, shape), false, [old],
       () => indexedNode(0, displs, blocklengths, old.extent, old.#description()),
       () => repeatSig(old.#signature(), copies));
   }
@@ -787,7 +820,7 @@ export class Datatype {
       size, lb: 0, ub: extent, trueLb: 0, trueUb: last[0] + last[1], lbSticky: false, ubSticky: false,
       align, basic, category, elements: 1,
     };
-    return new Datatype(name, shape, true, () => listNode(0, members.map((m) => m[0]), members.map((m) => m[1])),
+    return new Datatype(name, shape, true, [], () => listNode(0, members.map((m) => m[0]), members.map((m) => m[1])),
       () => basicSig(members.map((m) => m[2])));
   }
 

@@ -73,6 +73,8 @@ export interface NativeAddon {
   /** A new round of a persistent request: its request id. */
   start(template: number): number;
   freeTemplate(template: number): void;
+  /** Wakes lane threads holding requests not yet started. */
+  kick(): void;
 
   /** out = a op b over `count` items of basic type `type` (or of a user op). */
   reduceLocals(a: View, b: View, out: View, count: number, type: number, op: number, user?: UserOpSpec): void;

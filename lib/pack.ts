@@ -101,3 +101,64 @@ export function unpack(inbuf: Buf, position: number, outbuf: Msg): number {
   }
   return position + bytes;
 }
+
+// ---- Kernel layout (for reductions on derived types) ---------------------------
+//
+// The reduction kernels work on dense arrays of one basic type, each element
+// at its predefined type's extent. A type whose elements are all of one basic
+// type (dt.basic) maps to that layout: its packed stream is it, except for
+// the padded pair types (DOUBLE_INT, LONG_INT, SHORT_INT, LONG_DOUBLE_INT),
+// whose stream drops the padding the kernels expect.
+
+const kernelTypes = new Map<number, Datatype>();
+for (const t of [
+  Datatype.INT8_T, Datatype.UINT8_T, Datatype.INT16_T, Datatype.UINT16_T, Datatype.INT32_T, Datatype.UINT32_T,
+  Datatype.INT64_T, Datatype.UINT64_T, Datatype.FLOAT, Datatype.DOUBLE, Datatype.LONG_DOUBLE, Datatype.C_FLOAT_COMPLEX,
+  Datatype.C_DOUBLE_COMPLEX, Datatype.C_LONG_DOUBLE_COMPLEX, Datatype.C_BOOL, Datatype.LOGICAL, Datatype.BYTE,
+  Datatype.FLOAT_INT, Datatype.DOUBLE_INT, Datatype.LONG_INT, Datatype.TWO_INT, Datatype.SHORT_INT,
+  Datatype.LONG_DOUBLE_INT, Datatype.TWO_REAL, Datatype.TWO_DOUBLE_PRECISION,
+]) {
+  if (!kernelTypes.has(t.basic)) kernelTypes.set(t.basic, t);
+}
+
+/**
+ * @internal The predefined type whose kernel reduces the elements of `type`
+ * (DOUBLE for a vector of DOUBLE), or undefined when they are not all of
+ * one basic type.
+ */
+export function kernelType(type: Datatype): Datatype | undefined {
+  return kernelTypes.get(type.basic);
+}
+
+/**
+ * @internal `count` items of `type` at the start of `view`, as a new buffer
+ * of count × elements dense elements of kernelType(type) (each at that
+ * type's extent). The caller has checked the view and that the type is
+ * committed and homogeneous.
+ */
+export function toKernel(view: ArrayBufferView, count: number, type: Datatype): Uint8Array {
+  const k = kernelType(type)!;
+  const n = count * type.elements;
+  const stream = new Uint8Array(count * type.size);
+  if (stream.length === 0) return new Uint8Array(n * k.extent);
+  if (type.contiguous) stream.set(bytesOf(view, 0, stream.length));
+  else native.typePack(type.handle, count, view, 0, stream, 0);
+  if (k.contiguous) return stream;
+  const out = new Uint8Array(n * k.extent);
+  native.typeUnpack(k.handle, n, stream, 0, out, 0);
+  return out;
+}
+
+/** @internal The reverse of toKernel: writes the elements back into `count` items of `type` in `view`. */
+export function fromKernel(buf: Uint8Array, view: ArrayBufferView, count: number, type: Datatype): void {
+  const k = kernelType(type)!;
+  const n = count * type.elements;
+  let stream = buf;
+  if (count * type.size === 0) return;
+  if (!k.contiguous) {
+    stream = new Uint8Array(count * type.size);
+    native.typePack(k.handle, n, buf, 0, stream, 0);
+  }
+  if (type.contiguous) bytesOf(view, 0, stream.length).set(stream.subarray(0, count * type.size));
+  else native.typeUnpack(type.handle, count, stream, 0, view, 0);
+}
