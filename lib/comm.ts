@@ -5,10 +5,13 @@
 import { COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, UNDEFINED } from './constants.js';
 import type { Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
-import { resolve, resolveBlocks, resolveV, resolveW, type Msg, type Resolved, type VMsg, type WMsg } from './message.js';
+import {
+  resolve, resolveBlocks, resolveV, resolveW, stageMove, stageMoveV, stageReduce, takeStaging,
+  type Msg, type Resolved, type VMsg, type WMsg,
+} from './message.js';
 import { native } from './native.js';
 import { checkOp, Op, userOpSpec } from './op.js';
-import { Mode, PersistentRequest, Request } from './request.js';
+import { Mode, PersistentRequest, Request, setNextHooks } from './request.js';
 import { ensureInit, worldRank } from './runtime.js';
 import { compareRanks, Group } from './group.js';
 
@@ -209,7 +212,7 @@ export class Comm {
   #bcast(mode: Mode, buf: Msg, root = 0): unknown {
     const h = this.handle;
     this.#checkRoot('bcast', root);
-    const m = resolve('bcast', 'buffer', buf);
+    const m = stageMove(resolve('bcast', 'buffer', buf), 'both');
     return native.bcast(h, m.view, m.bytes, root, mode);
   }
 
@@ -217,12 +220,12 @@ export class Comm {
     const h = this.handle;
     this.#checkRoot('gather', root);
     if (this.#rank === root) {
-      const r = resolveBlocks('gather', 'receive buffer', recv, this.#size);
-      const s = send === IN_PLACE ? null : resolve('gather', 'send buffer', send);
+      const r = stageMove(resolveBlocks('gather', 'receive buffer', recv, this.#size), send === IN_PLACE ? 'both' : 'recv', this.#size);
+      const s = send === IN_PLACE ? null : stageMove(resolve('gather', 'send buffer', send), 'send');
       if (s) sameBytes('gather', s, r);
       return native.gather(h, s && s.view, r.view, r.bytes, root, mode);
     } else {
-      const s = resolve('gather', 'send buffer', notInPlace('gather', 'send buffer', send, 'the root'));
+      const s = stageMove(resolve('gather', 'send buffer', notInPlace('gather', 'send buffer', send, 'the root')), 'send');
       return native.gather(h, s.view, null, s.bytes, root, mode);
     }
   }
@@ -231,28 +234,28 @@ export class Comm {
     const h = this.handle;
     this.#checkRoot('scatter', root);
     if (this.#rank === root) {
-      const s = resolveBlocks('scatter', 'send buffer', send, this.#size);
-      const r = recv === IN_PLACE ? null : resolve('scatter', 'receive buffer', recv);
+      const s = stageMove(resolveBlocks('scatter', 'send buffer', send, this.#size), 'send', this.#size);
+      const r = recv === IN_PLACE ? null : stageMove(resolve('scatter', 'receive buffer', recv), 'recv');
       if (r) sameBytes('scatter', s, r);
       return native.scatter(h, s.view, r && r.view, s.bytes, root, mode);
     } else {
-      const r = resolve('scatter', 'receive buffer', notInPlace('scatter', 'receive buffer', recv, 'the root'));
+      const r = stageMove(resolve('scatter', 'receive buffer', notInPlace('scatter', 'receive buffer', recv, 'the root')), 'recv');
       return native.scatter(h, null, r.view, r.bytes, root, mode);
     }
   }
 
   #allgather(mode: Mode, send: SendSpec, recv: Msg): unknown {
     const h = this.handle;
-    const r = resolveBlocks('allgather', 'receive buffer', recv, this.#size);
-    const s = send === IN_PLACE ? null : resolve('allgather', 'send buffer', send);
+    const r = stageMove(resolveBlocks('allgather', 'receive buffer', recv, this.#size), send === IN_PLACE ? 'both' : 'recv', this.#size);
+    const s = send === IN_PLACE ? null : stageMove(resolve('allgather', 'send buffer', send), 'send');
     if (s) sameBytes('allgather', s, r);
     return native.allgather(h, s && s.view, r.view, r.bytes, mode);
   }
 
   #alltoall(mode: Mode, send: SendSpec, recv: Msg): unknown {
     const h = this.handle;
-    const r = resolveBlocks('alltoall', 'receive buffer', recv, this.#size);
-    const s = send === IN_PLACE ? null : resolveBlocks('alltoall', 'send buffer', send, this.#size);
+    const r = stageMove(resolveBlocks('alltoall', 'receive buffer', recv, this.#size), send === IN_PLACE ? 'both' : 'recv', this.#size);
+    const s = send === IN_PLACE ? null : stageMove(resolveBlocks('alltoall', 'send buffer', send, this.#size), 'send', this.#size);
     if (s) sameBytes('alltoall', s, r);
     return native.alltoall(h, s && s.view, r.view, r.bytes, mode);
   }
@@ -265,11 +268,14 @@ export class Comm {
       const s = send === IN_PLACE ? null : resolve('reduce', 'send buffer', send);
       if (s) sameItems('reduce', s, r);
       checkOp(op, r.type, 'reduce');
-      return native.reduce(h, s && s.view, r.view, r.count, r.type.basic, op.id, root, userOpSpec(op, r.type), mode);
+      const user = op.id < 0;
+      const rr = stageReduce(r, s ? 'recv' : 'both', user), ss = s && stageReduce(s, 'send', user);
+      return native.reduce(h, ss && ss.view, rr.view, rr.count, rr.basic, op.id, root, userOpSpec(op, r.type), mode);
     } else {
       const s = resolve('reduce', 'send buffer', notInPlace('reduce', 'send buffer', send, 'the root'));
       checkOp(op, s.type, 'reduce');
-      return native.reduce(h, s.view, null, s.count, s.type.basic, op.id, root, userOpSpec(op, s.type), mode);
+      const ss = stageReduce(s, 'send', op.id < 0);
+      return native.reduce(h, ss.view, null, ss.count, ss.basic, op.id, root, userOpSpec(op, s.type), mode);
     }
   }
 
@@ -279,19 +285,21 @@ export class Comm {
     const s = send === IN_PLACE ? null : resolve('allreduce', 'send buffer', send);
     if (s) sameItems('allreduce', s, r);
     checkOp(op, r.type, 'allreduce');
-    return native.allreduce(h, s && s.view, r.view, r.count, r.type.basic, op.id, userOpSpec(op, r.type), mode);
+    const user = op.id < 0;
+    const rr = stageReduce(r, s ? 'recv' : 'both', user), ss = s && stageReduce(s, 'send', user);
+    return native.allreduce(h, ss && ss.view, rr.view, rr.count, rr.basic, op.id, userOpSpec(op, r.type), mode);
   }
 
   #gatherv(mode: Mode, send: SendSpec, recv: VMsg | null, root = 0): unknown {
     const h = this.handle;
     this.#checkRoot('gatherv', root);
     if (this.#rank === root) {
-      const r = resolveV('gatherv', 'receive spec', recv, this.#size);
-      const s = send === IN_PLACE ? null : resolve('gatherv', 'send buffer', send);
+      const r = stageMoveV(resolveV('gatherv', 'receive spec', recv, this.#size), send === IN_PLACE ? 'both' : 'recv');
+      const s = send === IN_PLACE ? null : stageMove(resolve('gatherv', 'send buffer', send), 'send');
       if (s) sameBytes('gatherv', s, blockOf(r, root));
       return native.gatherv(h, s && s.view, s ? s.bytes : 0, r.view, r.bytes, r.displs, root, mode);
     } else {
-      const s = resolve('gatherv', 'send buffer', notInPlace('gatherv', 'send buffer', send, 'the root'));
+      const s = stageMove(resolve('gatherv', 'send buffer', notInPlace('gatherv', 'send buffer', send, 'the root')), 'send');
       return native.gatherv(h, s.view, s.bytes, null, null, null, root, mode);
     }
   }
@@ -300,35 +308,35 @@ export class Comm {
     const h = this.handle;
     this.#checkRoot('scatterv', root);
     if (this.#rank === root) {
-      const sv = resolveV('scatterv', 'send spec', send, this.#size);
-      const r = recv === IN_PLACE ? null : resolve('scatterv', 'receive buffer', recv);
+      const sv = stageMoveV(resolveV('scatterv', 'send spec', send, this.#size), 'send');
+      const r = recv === IN_PLACE ? null : stageMove(resolve('scatterv', 'receive buffer', recv), 'recv');
       if (r) sameBytes('scatterv', blockOf(sv, root), r);
       return native.scatterv(h, sv.view, sv.bytes, sv.displs, r && r.view, r ? r.bytes : 0, root, mode);
     } else {
-      const r = resolve('scatterv', 'receive buffer', notInPlace('scatterv', 'receive buffer', recv, 'the root'));
+      const r = stageMove(resolve('scatterv', 'receive buffer', notInPlace('scatterv', 'receive buffer', recv, 'the root')), 'recv');
       return native.scatterv(h, null, null, null, r.view, r.bytes, root, mode);
     }
   }
 
   #allgatherv(mode: Mode, send: SendSpec, recv: VMsg): unknown {
     const h = this.handle;
-    const r = resolveV('allgatherv', 'receive spec', recv, this.#size);
-    const s = send === IN_PLACE ? null : resolve('allgatherv', 'send buffer', send);
+    const r = stageMoveV(resolveV('allgatherv', 'receive spec', recv, this.#size), send === IN_PLACE ? 'both' : 'recv');
+    const s = send === IN_PLACE ? null : stageMove(resolve('allgatherv', 'send buffer', send), 'send');
     if (s) sameBytes('allgatherv', s, blockOf(r, this.#rank));
     return native.allgatherv(h, s && s.view, s ? s.bytes : 0, r.view, r.bytes, r.displs, mode);
   }
 
   #alltoallv(mode: Mode, send: VMsg | typeof IN_PLACE, recv: VMsg): unknown {
     const h = this.handle;
-    const r = resolveV('alltoallv', 'receive spec', recv, this.#size);
-    const s = send === IN_PLACE ? null : resolveV('alltoallv', 'send spec', send, this.#size);
+    const r = stageMoveV(resolveV('alltoallv', 'receive spec', recv, this.#size), send === IN_PLACE ? 'both' : 'recv');
+    const s = send === IN_PLACE ? null : stageMoveV(resolveV('alltoallv', 'send spec', send, this.#size), 'send');
     return native.alltoallv(h, s && s.view, s && s.bytes, s && s.displs, r.view, r.bytes, r.displs, mode);
   }
 
   #alltoallw(mode: Mode, send: WMsg | typeof IN_PLACE, recv: WMsg): unknown {
     const h = this.handle;
-    const r = resolveW('alltoallw', 'receive spec', recv, this.#size);
-    const s = send === IN_PLACE ? null : resolveW('alltoallw', 'send spec', send, this.#size);
+    const r = stageMoveV(resolveW('alltoallw', 'receive spec', recv, this.#size), send === IN_PLACE ? 'both' : 'recv');
+    const s = send === IN_PLACE ? null : stageMoveV(resolveW('alltoallw', 'send spec', send, this.#size), 'send');
     return native.alltoallv(h, s && s.view, s && s.bytes, s && s.displs, r.view, r.bytes, r.displs, mode);
   }
 
@@ -347,7 +355,10 @@ export class Comm {
       if (s.count !== total) fail('ERR_COUNT', 'reduceScatter', `send buffer holds ${s.count} items but recvcounts add up to ${total}`);
     }
     checkOp(op, r.type, 'reduceScatter');
-    return native.reduceScatter(h, s && s.view, r.view, Float64Array.from(counts), r.type.basic, op.id, userOpSpec(op, r.type), mode);
+    const user = op.id < 0;
+    const rr = stageReduce(r, s ? 'recv' : 'both', user), ss = s && stageReduce(s, 'send', user);
+    const per = rr.count / Math.max(1, r.count);  // kernel items per item (elements of a derived type)
+    return native.reduceScatter(h, ss && ss.view, rr.view, Float64Array.from(counts, (c) => c * per), rr.basic, op.id, userOpSpec(op, r.type), mode);
   }
 
   #reduceScatterBlock(mode: Mode, send: SendSpec, recv: Msg, op: Op = Op.SUM): unknown {
@@ -363,8 +374,11 @@ export class Comm {
       sameItems('reduceScatterBlock', s, r);
     }
     checkOp(op, r.type, 'reduceScatterBlock');
-    const counts = new Float64Array(this.#size).fill(count);
-    return native.reduceScatter(h, s && s.view, r.view, counts, r.type.basic, op.id, userOpSpec(op, r.type), mode);
+    const user = op.id < 0;
+    const total = send === IN_PLACE ? count * this.#size : r.count;
+    const rr = stageReduce({ ...r, count: total }, s ? 'recv' : 'both', user), ss = s && stageReduce({ ...s, count: count * this.#size }, 'send', user);
+    const counts = new Float64Array(this.#size).fill(count * (rr.count / Math.max(1, total)));
+    return native.reduceScatter(h, ss && ss.view, rr.view, counts, rr.basic, op.id, userOpSpec(op, r.type), mode);
   }
 
   #scan(mode: Mode, send: SendSpec, recv: Msg, op: Op = Op.SUM): unknown {
@@ -381,7 +395,10 @@ export class Comm {
     const s = send === IN_PLACE ? null : resolve(call, 'send buffer', send);
     if (s) sameItems(call, s, r);
     checkOp(op, r.type, call);
-    return native.scan(h, s && s.view, r.view, r.count, r.type.basic, op.id, exclusive, userOpSpec(op, r.type), mode);
+    const user = op.id < 0;
+    // exscan leaves rank 0's buffer as it was: stage it both ways.
+    const rr = stageReduce(r, s && !exclusive ? 'recv' : 'both', user), ss = s && stageReduce(s, 'send', user);
+    return native.scan(h, ss && ss.view, rr.view, rr.count, rr.basic, op.id, exclusive, userOpSpec(op, r.type), mode);
   }
 
   // Nonblocking (i-prefixed) and persistent (Init-suffixed) forms take the
@@ -643,6 +660,24 @@ export class Comm {
    * arguments; Intercomm overrides it with the intercommunicator forms.
    */
   _run(name: CollectiveName, mode: Mode, ...args: unknown[]): unknown {
+    takeStaging();
+    let result: unknown;
+    try {
+      result = this.#dispatch(name, mode, args);
+    } catch (err) {
+      takeStaging();
+      throw err;
+    }
+    // Derived datatypes: unpack now, or when the request completes.
+    const st = takeStaging();
+    if (st) {
+      if (mode === Mode.BLOCKING) for (const f of st.after) f();
+      else setNextHooks(st);
+    }
+    return result;
+  }
+
+  #dispatch(name: CollectiveName, mode: Mode, args: unknown[]): unknown {
     switch (name) {
       case 'barrier': return this.#barrier(mode, ...(args as Parameters<Comm['barrier']>));
       case 'bcast': return this.#bcast(mode, ...(args as Parameters<Comm['bcast']>));

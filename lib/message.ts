@@ -6,6 +6,8 @@
 import { IN_PLACE } from './constants.js';
 import { checkDatatype, Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
+import { native } from './native.js';
+import { fromKernel, kernelType, toKernel } from './pack.js';
 
 /** Anything that holds bytes. */
 export type Buf = ArrayBufferView | ArrayBuffer | SharedArrayBuffer;
@@ -99,12 +101,22 @@ function parse(call: string, what: string, spec: unknown): Parsed {
 }
 
 function needBytes(call: string, what: string, view: ArrayBufferView, bytes: number, count: number, type: Datatype): void {
+  if (!type.predefined) {
+    // A derived type touches its span, which holes, lb and extent make
+    // differ from count × extent.
+    const [lo, hi] = type.span(count);
+    if (lo < 0 || hi > view.byteLength) {
+      fail('ERR_BUFFER', call, `${count} × ${type.name} touch bytes ${lo} to ${hi} of the ${what}, which holds bytes 0 to ${view.byteLength}`);
+    }
+    return;
+  }
   if (view.byteLength < bytes) {
     fail('ERR_BUFFER', call, `${what} of ${view.byteLength} bytes is too small for ${count} × ${type.name} (${bytes} bytes)`);
   }
 }
 
 function wholeCount(call: string, what: string, view: ArrayBufferView, type: Datatype): number {
+  if (type.extent <= 0) fail('ERR_COUNT', call, `${what}: datatype ${type.name} has extent ${type.extent}; give an explicit count`);
   const n = view.byteLength / type.extent;
   if (!Number.isInteger(n)) {
     fail('ERR_COUNT', call, `${what} of ${view.byteLength} bytes is not a whole number of ${type.name} (extent ${type.extent})`);
@@ -182,8 +194,17 @@ function vParts(call: string, what: string, spec: unknown): unknown[] {
   return spec;
 }
 
-function checkBlocks(call: string, what: string, view: ArrayBufferView, bytes: Float64Array, displs: Float64Array): void {
+function checkBlocks(call: string, what: string, view: ArrayBufferView, bytes: Float64Array, displs: Float64Array,
+  counts?: readonly number[], types?: readonly Datatype[]): void {
   for (let r = 0; r < bytes.length; r++) {
+    const t = types?.[r];
+    if (t && !t.predefined) {
+      const [lo, hi] = t.span(counts![r]!);
+      if (hi > lo && (displs[r]! + lo < 0 || displs[r]! + hi > view.byteLength)) {
+        fail('ERR_BUFFER', call, `${what} block ${r} (bytes ${displs[r]! + lo} to ${displs[r]! + hi}) lies outside its ${view.byteLength} bytes`);
+      }
+      continue;
+    }
     if (bytes[r]! > 0 && displs[r]! + bytes[r]! > view.byteLength) {
       fail('ERR_BUFFER', call, `${what} block ${r} (bytes ${displs[r]} to ${displs[r]! + bytes[r]!}) lies outside its ${view.byteLength} bytes`);
     }
@@ -208,8 +229,9 @@ export function resolveV(call: string, what: string, spec: unknown, n: number): 
     for (let r = 0; r < n; r++) displs[r] = d[r]! * type.extent;
   }
   for (let r = 0; r < n; r++) bytes[r] = counts[r]! * type.extent;
-  checkBlocks(call, what, view, bytes, displs);
-  return { view, counts, types: new Array<Datatype>(n).fill(type), bytes, displs };
+  const types = new Array<Datatype>(n).fill(type);
+  checkBlocks(call, what, view, bytes, displs, counts, types);
+  return { view, counts, types, bytes, displs };
 }
 
 /** Resolves a w-spec (alltoallw) for a communicator of `n` ranks. */
@@ -228,6 +250,123 @@ export function resolveW(call: string, what: string, spec: unknown, n: number): 
     bytes[r] = counts[r]! * types[r]!.extent;
     displs[r] = d[r]!;
   }
-  checkBlocks(call, what, view, bytes, displs);
+  checkBlocks(call, what, view, bytes, displs, counts, types);
   return { view, counts, types, bytes, displs };
+}
+
+// ---- Staging: derived datatypes in collectives ------------------------------
+//
+// The native collectives move contiguous bytes and reduce dense arrays of one
+// basic type. A message whose datatype is not plain bytes travels as its
+// packed stream (count × size bytes, type-map order, so that only type
+// signatures need match between ranks); a reduction on a derived type runs
+// on its elements in kernel layout. The collective records what to do around
+// the native call: pack the send side before it (again at every start of a
+// persistent request), unpack the receive side after it.
+
+/** Work around one collective call. */
+export interface Staging {
+  before: (() => void)[];
+  after: (() => void)[];
+}
+
+let current: Staging | null = null;
+
+function staging(): Staging {
+  return (current ??= { before: [], after: [] });
+}
+
+/** @internal Takes what the collective just resolved recorded (null for plain buffers). */
+export function takeStaging(): Staging | null {
+  const s = current;
+  current = null;
+  return s;
+}
+
+/** How a buffer takes part: read (send), written (receive), or both (bcast, IN_PLACE). */
+export type Side = 'send' | 'recv' | 'both';
+
+function bytesOf(view: ArrayBufferView, offset: number, length: number): Uint8Array {
+  return new Uint8Array(view.buffer, view.byteOffset + offset, length);
+}
+
+/** @internal The wire form of a resolved message for data movement. */
+export function stageMove(m: Resolved, side: Side, blocks = 1): Resolved {
+  const t = m.type;
+  if (t.contiguous || (t.predefined && t.size === t.extent)) return m;
+  const items = m.count * blocks;
+  const wire = new Uint8Array(items * t.size);
+  const st = staging();
+  if (side !== 'recv' && wire.length) {
+    const pack = () => native.typePack(t.handle, items, m.view, 0, wire, 0);
+    pack();
+    st.before.push(pack);
+  }
+  if (side !== 'send' && wire.length) st.after.push(() => native.typeUnpack(t.handle, items, wire, 0, m.view, 0));
+  return { view: wire, count: m.count, type: t, bytes: m.count * t.size };
+}
+
+/** @internal The wire form of a v- or w-spec: blocks packed one after another. */
+export function stageMoveV(v: ResolvedV, side: Side): ResolvedV {
+  if (v.types.every((t) => t.contiguous || (t.predefined && t.size === t.extent))) return v;
+  const n = v.counts.length;
+  const bytes = new Float64Array(n), displs = new Float64Array(n);
+  let at = 0;
+  for (let r = 0; r < n; r++) {
+    displs[r] = at;
+    bytes[r] = v.counts[r]! * v.types[r]!.size;
+    at += bytes[r]!;
+  }
+  const wire = new Uint8Array(at);
+  const origin = (r: number) => new Uint8Array(v.view.buffer, v.view.byteOffset + v.displs[r]!, v.view.byteLength - v.displs[r]!);
+  const each = (f: (r: number, t: Datatype) => void) => () => {
+    for (let r = 0; r < n; r++) if (bytes[r]) f(r, v.types[r]!);
+  };
+  const st = staging();
+  if (side !== 'recv') {
+    const pack = each((r, t) => {
+      if (t.contiguous) wire.set(bytesOf(v.view, v.displs[r]!, bytes[r]!), displs[r]!);
+      else native.typePack(t.handle, v.counts[r]!, origin(r), 0, wire, displs[r]!);
+    });
+    pack();
+    st.before.push(pack);
+  }
+  if (side !== 'send') {
+    st.after.push(each((r, t) => {
+      if (t.contiguous) bytesOf(v.view, v.displs[r]!, bytes[r]!).set(wire.subarray(displs[r]!, displs[r]! + bytes[r]!));
+      else native.typeUnpack(t.handle, v.counts[r]!, wire, displs[r]!, origin(r), 0);
+    }));
+  }
+  return { view: wire, counts: v.counts, types: v.types, bytes, displs };
+}
+
+/** A reduction operand as the kernels see it. */
+export interface Reducible {
+  view: ArrayBufferView;
+  /** Kernel items: count × elements for a derived type. */
+  count: number;
+  /** Kernel type (native BasicType). */
+  basic: number;
+}
+
+/**
+ * @internal The kernel form of a reduction operand: predefined types as
+ * they are; a derived type of one basic type as its elements; user ops keep
+ * the items as laid out in memory.
+ */
+export function stageReduce(m: Resolved, side: Side, userOp: boolean): Reducible {
+  const t = m.type;
+  if (t.predefined || userOp) return { view: m.view, count: m.count, basic: t.basic };
+  const k = kernelType(t);
+  if (!k) fail('ERR_OP', 'reduction', `datatype ${t.name} mixes basic types; predefined ops need one basic type`);
+  const n = m.count * t.elements;
+  const wire = new Uint8Array(n * k.extent);
+  const st = staging();
+  if (side !== 'recv') {
+    const pack = () => wire.set(toKernel(m.view, m.count, t));
+    pack();
+    st.before.push(pack);
+  }
+  if (side !== 'send') st.after.push(() => fromKernel(wire, m.view, m.count, t));
+  return { view: wire, count: n, basic: k.basic };
 }

@@ -48,6 +48,19 @@ function track(id: number, req: Request): void {
   kickLater();
 }
 
+// Work to run around a request (derived datatypes: repack before each start
+// of a persistent request, unpack after completion). Handed over by the
+// collective that creates the request, right before the constructor runs.
+interface Hooks {
+  before: (() => void)[];
+  after: (() => void)[];
+}
+let nextHooks: Hooks | null = null;
+/** @internal */
+export function setNextHooks(h: Hooks): void {
+  nextHooks = h;
+}
+
 /**
  * A nonblocking operation in flight (MPI_Request). Awaitable: `await req`
  * completes without blocking the event loop; a failed operation rejects with
@@ -60,11 +73,15 @@ export class Request implements PromiseLike<void> {
   #error: Error | null = null;
   #promise: Promise<void> | null = null;
   #settle: ((err: Error | null) => void) | null = null;
+  /** @internal */
+  protected _hooks: Hooks | null;
 
   /** @internal */
   constructor(id: number, keep: unknown[], active = true) {
     this.#id = id;
     this.#keep = keep;
+    this._hooks = nextHooks;
+    nextHooks = null;
     this.#completed = !active;
     if (active) track(id, this);
   }
@@ -116,6 +133,13 @@ export class Request implements PromiseLike<void> {
     this.#completed = true;
     this.#error = err;
     inflight.delete(this.#id);
+    if (!err && this._hooks) {
+      try {
+        for (const f of this._hooks.after) f();
+      } catch (e) {
+        this.#error = e as Error;
+      }
+    }
     if (!(this instanceof PersistentRequest)) this.#keep = null;
     const settle = this.#settle;
     this.#settle = null;
@@ -197,6 +221,7 @@ export class PersistentRequest extends Request {
   start(): this {
     if (this.#freed) fail('ERR_REQUEST', 'PersistentRequest.start', 'the request has been freed');
     if (!this.completed) fail('ERR_REQUEST', 'PersistentRequest.start', 'the previous round is still active; wait for it first');
+    if (this._hooks) for (const f of this._hooks.before) f();
     this._restart(native.start(this.#template));
     return this;
   }
