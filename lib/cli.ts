@@ -5,9 +5,14 @@
  *   nodempi -n N [options] -- CMD [args...]
  */
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { launchWithSignals, type LaunchOptions } from './launch.js';
-import { packageRoot } from './native.js';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { LaunchOptions } from './launch.js';
+
+// dist/cli.js -> the package root. The launcher (and with it the native
+// addon) is loaded only once the command line is valid, so --help, --version
+// and usage errors work even where the addon cannot load.
+const packageRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 const usage = `usage: nodempi -n N [options] app.js [args...]
        nodempi -n N [options] -- CMD [args...]
@@ -61,7 +66,7 @@ function parse(argv: string[]): LaunchOptions {
       case '--timeout': {
         const v = inline ?? value(flag);
         const t = Number(v);
-        if (!(t > 0)) die(`--timeout must be a positive number of seconds, got ${v}`);
+        if (!(t > 0 && t <= 2147483)) die(`--timeout must be a positive number of seconds (at most 2147483), got ${v}`);
         o.timeout = t;
         break;
       }
@@ -92,6 +97,7 @@ for (const stream of [process.stdout, process.stderr]) stream.on('error', () => 
 
 const options = parse(process.argv.slice(2));
 try {
+  const { launchWithSignals } = await import('./launch.js');
   const result = await launchWithSignals(options);
   // A signal to the launcher (SIGINT 130, SIGTERM 143) wins over the ranks' codes.
   process.exitCode = typeof process.exitCode === 'number' && process.exitCode !== 0 ? process.exitCode : result.status;

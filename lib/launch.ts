@@ -14,10 +14,20 @@
  *     process group. If the launcher dies without saying goodbye (SIGKILL,
  *     a crash), its pipe closes and the watchdog ends the ranks: SIGTERM,
  *     then SIGKILL a second later.
+ *     (NODEMPI_WATCHDOG=0 turns it off, for tests.)
  *  4. Each rank's end is written to the segment header (segmentExited), so
  *     ranks waiting on it stop with ERR_PROC_FAILED. The first rank to fail
  *     is named on one line; the others get a grace period to end on their
- *     own, then SIGTERM, then SIGKILL.
+ *     own, then SIGTERM, then SIGKILL. A rank that called abort() is found
+ *     in the header and named instead of the ranks its abort() ended.
+ *  5. When the last rank has ended, whatever is left in the ranks' process
+ *     groups gets SIGTERM, and the relay stops waiting for their output
+ *     after DRAIN_MS.
+ *
+ * Thread mode: the ranks are worker threads of this process, each with its
+ * own duplicate of the descriptor; no watchdog (they die with the process).
+ * A worker is terminated only after it has had time to leave any blocking
+ * collective (THREAD_UNWIND_MS).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, fstatSync, readSync } from 'node:fs';
@@ -120,18 +130,24 @@ const KILL_AFTER_MS = 2000;
 /**
  * Thread mode: how long after the job is marked failed the workers are
  * terminated. A worker blocked in a collective leaves it within one
- * liveness slice (~20 ms) once the job is marked failed; terminating it
- * while it is still inside the addon would make the addon throw into a
- * dying environment.
+ * liveness slice (~20 ms) once the job is marked failed, or a few hundred
+ * ms on a loaded machine; terminating it while it is still inside the addon
+ * makes the addon throw into a dying environment, which aborts the whole
+ * process ("terminate called after throwing an instance of 'Napi::Error'")
+ * unless the addon is built with NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS.
+ * Workers that end on their own meanwhile are not waited for.
  */
-const THREAD_UNWIND_MS = 150;
+const THREAD_UNWIND_MS = 1000;
 /** How long the relay waits for output after the last rank has ended. */
 const DRAIN_MS = 2000;
 /** A partial line longer than this is relayed without waiting for its newline. */
 const MAX_PARTIAL = 64 * 1024;
 
 // Header fields the launcher reads back (native/core/transport/segment.h):
-// `failed` (uint32) at byte 64 and `failed_rank` (int32) at byte 68.
+// magic (uint64) at byte 0, version (uint32) at 8, `failed` (uint32) at 64
+// and `failed_rank` (int32) at 68. Read only when magic and version match.
+const HEADER_MAGIC = 0x69706d65646f6e31n; // "1nodempi"
+const HEADER_VERSION = 1;
 const HEADER_FAILED_OFFSET = 64;
 
 // The watchdog: reads "+pgid" / "-pgid" lines, "done" when the launcher has
@@ -162,6 +178,8 @@ class Job {
   #fd = -1;
   #ino = -1;
   #dev = -1;
+  /** The header layout is the one this file knows (see #abortedBy). */
+  #headerKnown = false;
   #ranks: Rank[] = [];
   #exitCodes: number[];
   #signals: (NodeJS.Signals | null)[];
@@ -176,6 +194,7 @@ class Job {
   #timers: NodeJS.Timeout[] = [];
   #streams = new Set<Readable>();
   #drainTimer: NodeJS.Timeout | undefined;
+  #groupsEnded = false;
   #watchdog: ChildProcess | undefined;
   #resolve!: (r: LaunchResult) => void;
   #finished = false;
@@ -212,7 +231,10 @@ class Job {
       const st = fstatSync(this.#fd);
       this.#ino = st.ino;
       this.#dev = st.dev;
-    } catch { /* only used to recognise our descriptors */ }
+      const h = Buffer.alloc(12);
+      readSync(this.#fd, h, 0, 12, 0);
+      this.#headerKnown = h.readBigUInt64LE(0) === HEADER_MAGIC && h.readUInt32LE(8) === HEADER_VERSION;
+    } catch { /* only used to recognise our descriptors and abort() */ }
     if (!thread) this.#startWatchdog();
 
     try {
@@ -356,25 +378,40 @@ class Job {
     } catch { /* already closed */ }
   }
 
+  // Byte for byte (no decoding, so binary output and split multi-byte
+  // characters pass unchanged): every line gets the tag; a partial line waits
+  // for its end, or for the stream's end, or until it grows past MAX_PARTIAL.
   #relay(r: number, from: Readable | null, to: Writable): void {
     if (!from) return;
-    const tag = `[${r}] `;
-    let partial = '';
+    const tag = Buffer.from(`[${r}] `);
+    const newline = Buffer.from('\n');
+    let partial: Buffer[] = [];
+    let partialBytes = 0;
     this.#streams.add(from);
-    from.setEncoding('utf8');
-    from.on('data', (chunk: string) => {
-      const lines = (partial + chunk).split('\n');
-      partial = lines.pop()!;
-      if (partial.length > MAX_PARTIAL) {
-        lines.push(partial);
-        partial = '';
+    from.on('data', (chunk: Buffer) => {
+      const out: Buffer[] = [];
+      let at = 0;
+      for (let nl = chunk.indexOf(10, at); nl >= 0; at = nl + 1, nl = chunk.indexOf(10, at)) {
+        out.push(tag, ...partial, chunk.subarray(at, nl + 1));
+        partial = [];
+        partialBytes = 0;
       }
-      if (lines.length) to.write(lines.map((l) => tag + l + '\n').join(''));
+      if (at < chunk.length) {
+        partial.push(chunk.subarray(at));
+        partialBytes += chunk.length - at;
+        if (partialBytes > MAX_PARTIAL) {
+          out.push(tag, ...partial, newline);
+          partial = [];
+          partialBytes = 0;
+        }
+      }
+      if (out.length) to.write(Buffer.concat(out));
     });
     from.on('error', () => { /* the rank's end of the pipe went away */ });
     from.on('close', () => {
-      if (partial) to.write(tag + partial + '\n');
-      partial = '';
+      if (partialBytes) to.write(Buffer.concat([tag, ...partial, newline]));
+      partial = [];
+      partialBytes = 0;
       this.#streams.delete(from);
       this.#maybeFinish();
     });
@@ -382,7 +419,7 @@ class Job {
 
   /** The rank that called abort(), read from the segment header, or -1. */
   #abortedBy(): number {
-    if (this.#fd < 0) return -1;
+    if (this.#fd < 0 || !this.#headerKnown) return -1;
     try {
       const b = Buffer.alloc(8);
       if (readSync(this.#fd, b, 0, 8, HEADER_FAILED_OFFSET) !== 8) return -1;
@@ -486,6 +523,14 @@ class Job {
 
   #maybeFinish(): void {
     if (this.#finished || this.#running > 0) return;
+    if (!this.#groupsEnded) {
+      // Every rank has ended; what they started in their own process groups
+      // (and did not move elsewhere) ends with the job.
+      this.#groupsEnded = true;
+      for (const rank of this.#ranks) {
+        if (rank.pid !== undefined) try { process.kill(-rank.pid, 'SIGTERM'); } catch { /* group already empty */ }
+      }
+    }
     if (this.#streams.size > 0) {
       // Every rank has ended; a process one of them left behind may still
       // hold the pipe. Take what is there, then stop waiting.

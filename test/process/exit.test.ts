@@ -1,0 +1,269 @@
+/**
+ * The `nodempi` command's exit paths: normal ends, failing ranks (exit code,
+ * uncaught exception, SIGKILL), the `-- CMD` form, output tagging, the
+ * environment each rank sees, signals to the launcher, --timeout and bad
+ * usage. Every job is checked for leftovers: no new /dev/shm segment and
+ * no surviving rank process.
+ */
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import {
+  expectClean, explain, fixtures, nodempi, rankJob, rankLines, rankPids, reap, scratch, shmNames, start, cli, until,
+  rankScript,
+} from './util.js';
+
+describe('normal end', () => {
+  test.concurrent.each([1, 2, 3, 4])('np %i: every rank exits 0, launcher exits 0, each rank sees NODEMPI_RANK/NODEMPI_SIZE', async (np) => {
+    const before = shmNames();
+    const r = await nodempi(['-n', String(np), join(fixtures, 'echo.mjs')]);
+    expect(r.status, explain(r)).toBe(0);
+    expect(rankLines(r.stderr), explain(r)).toEqual([]);
+    const sum = (np * (np - 1)) / 2;
+    for (let k = 0; k < np; k++) {
+      expect(r.stdout, explain(r)).toContain(`env rank=${k} size=${np} fd=3 world=${k}/${np} sum=${sum}\n`);
+    }
+    expect(await expectClean(before)).toEqual({ leaked: [], left: [] });
+  });
+
+  test('--tag-output prefixes every line of stdout and stderr with [rank], partial lines included', async () => {
+    const np = 3;
+    const r = await nodempi(['-n', String(np), '--tag-output', join(fixtures, 'echo.mjs')]);
+    expect(r.status, explain(r)).toBe(0);
+    for (const [name, text] of [['stdout', r.stdout], ['stderr', r.stderr]] as const) {
+      expect(text.endsWith('\n'), `${name} ends with a newline`).toBe(true);
+      for (const line of text.slice(0, -1).split('\n')) {
+        expect(line, `${name} line ${JSON.stringify(line)}\n${explain(r)}`).toMatch(/^\[[0-2]\] /);
+      }
+    }
+    for (let k = 0; k < np; k++) {
+      expect(r.stdout).toContain(`[${k}] env rank=${k} size=${np} fd=3`);
+      expect(r.stdout).toContain(`[${k}] out line 1\n`);
+      expect(r.stdout).toContain(`[${k}] out line 2\n`);
+      // Written in three pieces with pauses: relayed as one line.
+      expect(r.stdout).toContain(`[${k}] piece A piece B piece C\n`);
+      // No trailing newline from the rank: relayed as a line of its own.
+      expect(r.stdout).toContain(`[${k}] out tail ${k}\n`);
+      expect(r.stderr).toContain(`[${k}] err line 1\n`);
+      expect(r.stderr).toContain(`[${k}] err tail ${k}\n`);
+    }
+  });
+});
+
+describe('output and input', () => {
+  test('--tag-output relays bytes unchanged: invalid UTF-8, a character split across writes', async () => {
+    const script = "printf 'a\\377\\376b\\n\\303'; sleep 0.05; printf '\\251\\n'";
+    const r = await nodempi(['-n', '1', '--tag-output', '--', 'sh', '-c', script], { encoding: 'latin1' });
+    expect(r.status, explain(r)).toBe(0);
+    expect(Buffer.from(r.stdout, 'latin1')).toEqual(Buffer.from('[0] a\xff\xfeb\n[0] \xc3\xa9\n', 'latin1'));
+  });
+
+  test("rank 0 gets the launcher's stdin, the others none", async () => {
+    const r = await nodempi(['-n', '3', '--tag-output', '--', 'sh', '-c', 'cat; echo end'], { input: 'hello\nworld\n' });
+    expect(r.status, explain(r)).toBe(0);
+    expect(r.stdout).toContain('[0] hello\n[0] world\n[0] end\n');
+    expect(r.stdout.match(/^\[[12]\] end$/gm)).toHaveLength(2);
+    expect(r.stdout.match(/hello/g)).toHaveLength(1);
+  });
+
+  test('a long partial line is relayed in pieces rather than held without bound', async () => {
+    // 200 KiB with no newline at all.
+    const r = await nodempi(['-n', '1', '--tag-output', '--', process.execPath, '-e', "process.stdout.write('x'.repeat(200 * 1024))"]);
+    expect(r.status, explain(r)).toBe(0);
+    const lines = r.stdout.split('\n').filter(Boolean);
+    expect(lines.length).toBeGreaterThan(1);
+    for (const l of lines) expect(l).toMatch(/^\[0\] x+$/);
+    expect(lines.reduce((n, l) => n + l.length - 4, 0)).toBe(200 * 1024);
+  });
+});
+
+describe('a failing rank', () => {
+  // Each case: world size, failing rank, how it fails, what the others do,
+  // the expected launcher status and what the one line must say.
+  const cases: [number, number, string, string, number, RegExp][] = [
+    [2, 1, 'exit:3', 'barrier', 3, /^nodempi: rank 1 exited with code 3\b/],
+    [3, 0, 'exit:3', 'loop', 3, /^nodempi: rank 0 exited with code 3\b/],
+    [4, 2, 'exit:3', 'sleep', 3, /^nodempi: rank 2 exited with code 3\b/],
+    [1, 0, 'exit:3', 'none', 3, /^nodempi: rank 0 exited with code 3\b/],
+    [3, 1, 'throw', 'barrier', 1, /^nodempi: rank 1 exited with code 1\b/],
+    [2, 0, 'throw', 'sleep', 1, /^nodempi: rank 0 exited with code 1\b/],
+    [3, 2, 'sigkill', 'allreduce', 137, /^nodempi: rank 2 was killed by signal SIGKILL\b/],
+    [4, 1, 'sigkill', 'loop', 137, /^nodempi: rank 1 was killed by signal SIGKILL\b/],
+    [2, 1, 'sigterm', 'sleep', 143, /^nodempi: rank 1 was killed by signal SIGTERM\b/],
+  ];
+  test.each(cases)('np %i: rank %i %s while the others %s -> status %i, one line, others ended', async (np, fail, how, others, status, line) => {
+    const s = scratch();
+    const before = shmNames();
+    try {
+      const r = await rankJob(np, ['--fail', String(fail), '--how', how, '--others', others, '--dir', s.dir]);
+      expect(r.hung, explain(r)).toBe(false);
+      expect(r.status, explain(r)).toBe(status);
+      const lines = rankLines(r.stderr);
+      expect(lines, explain(r)).toHaveLength(1);
+      expect(lines[0]).toMatch(line);
+      // Ranks in a busy loop or a sleep are ended after the 1 s grace period.
+      expect(r.ms, explain(r)).toBeLessThan(10_000);
+      expect(rankPids(s.dir).size).toBe(np);
+      expect(await expectClean(before, s.dir, 1000)).toEqual({ leaked: [], left: [] });
+    } finally {
+      reap(rankPids(s.dir).values());
+      s.remove();
+    }
+  });
+});
+
+describe('the -- CMD form', () => {
+  test('-- node --expose-gc script: node flags reach the ranks and MPI works', async () => {
+    const before = shmNames();
+    const r = await nodempi(['-n', '3', '--', process.execPath, '--expose-gc', join(fixtures, 'gc.mjs')]);
+    expect(r.status, explain(r)).toBe(0);
+    for (let k = 0; k < 3; k++) expect(r.stdout).toContain(`gc function rank ${k} size 3 sum 6`);
+    expect(await expectClean(before)).toEqual({ leaked: [], left: [] });
+  });
+
+  test("-- sh -c 'exit 5': status 5, one line naming a rank and code 5", async () => {
+    const r = await nodempi(['-n', '2', '--', 'sh', '-c', 'exit 5']);
+    expect(r.status, explain(r)).toBe(5);
+    const lines = rankLines(r.stderr);
+    expect(lines, explain(r)).toHaveLength(1);
+    expect(lines[0]).toMatch(/^nodempi: rank [01] exited with code 5\b/);
+  });
+
+  test('-- sh: every rank sees its rank and size; args after the command pass through', async () => {
+    const r = await nodempi(['-n', '4', '--tag-output', '--', 'sh', '-c', 'echo "r=$NODEMPI_RANK n=$NODEMPI_SIZE a=$0 b=$1"', 'x', 'y']);
+    expect(r.status, explain(r)).toBe(0);
+    for (let k = 0; k < 4; k++) expect(r.stdout).toContain(`[${k}] r=${k} n=4 a=x b=y\n`);
+  });
+
+  test('a command that does not exist: status 127, one line', async () => {
+    const r = await nodempi(['-n', '3', '--', '/nonexistent/nodempi-no-such-command']);
+    expect(r.status, explain(r)).toBe(127);
+    expect(rankLines(r.stderr), explain(r)).toHaveLength(1);
+  });
+});
+
+describe('signals to the launcher', () => {
+  test.each([
+    ['SIGTERM', 143, 'sleep'],
+    ['SIGINT', 130, 'loop'],
+    ['SIGTERM', 143, 'barrier'],
+    ['SIGHUP', 129, 'sleep'],
+  ] as const)('%s: the launcher exits %i and ends every rank (others: %s)', async (sig, status, others) => {
+    const np = 3;
+    const s = scratch();
+    const before = shmNames();
+    try {
+      // Rank 0 hangs outside MPI, so ranks in a barrier wait for it.
+      const job = start(process.execPath, [cli, '-n', String(np), rankScript, '--fail', '0', '--how', 'hang', '--others', others, '--dir', s.dir]);
+      expect(await until(() => rankPids(s.dir).size === np, 10_000)).toBe(true);
+      await new Promise((r) => setTimeout(r, 200));
+      job.child.kill(sig);
+      const r = await job.done;
+      expect(r.hung, explain(r)).toBe(false);
+      expect(r.status, explain(r)).toBe(status);
+      // Ranks the launcher ends itself are not reported as failures.
+      expect(rankLines(r.stderr), explain(r)).toEqual([]);
+      expect(await expectClean(before, s.dir, 1000)).toEqual({ leaked: [], left: [] });
+    } finally {
+      reap(rankPids(s.dir).values());
+      s.remove();
+    }
+  });
+});
+
+describe('--threads (ranks as worker threads of the launcher)', () => {
+  test('np 3, tagged: collectives work, status 0', async () => {
+    const r = await nodempi(['-n', '3', '--threads', '--tag-output', join(fixtures, 'coll.mjs')]);
+    expect(r.status, explain(r)).toBe(0);
+    for (let k = 0; k < 3; k++) expect(r.stdout).toContain(`[${k}] coll ok rank ${k} size 3 sum 6 max 2\n`);
+  });
+
+  test('a rank that throws: its stack on stderr, one line, status 1', async () => {
+    const r = await rankJob(2, ['--fail', '1', '--how', 'throw', '--others', 'barrier'], { launcher: ['--threads'] });
+    expect(r.status, explain(r)).toBe(1);
+    expect(r.stderr).toContain('Error: rank 1 fails on purpose');
+    expect(rankLines(r.stderr)).toEqual(['nodempi: rank 1 exited with code 1; ending the job']);
+    expect(r.stdout).toContain('caught ERR_PROC_FAILED rank 0');
+  });
+
+  test('SIGINT to the launcher while ranks wait in a barrier: status 130', async () => {
+    const job = start(process.execPath, [cli, '-n', '3', '--threads', rankScript, '--fail', '0', '--how', 'hang', '--others', 'barrier']);
+    // Every rank has passed the start barrier; ranks 1 and 2 now wait in another.
+    expect(await until(() => (job.stdout().match(/^start rank/gm) ?? []).length === 3, 10_000)).toBe(true);
+    job.child.kill('SIGINT');
+    const r = await job.done;
+    expect(r.hung, explain(r)).toBe(false);
+    expect(r.status, explain(r)).toBe(130);
+  });
+});
+
+describe('--timeout', () => {
+  test('--timeout 1 on a job that sleeps: status 124 within a few seconds, nothing left', async () => {
+    const np = 2;
+    const s = scratch();
+    const before = shmNames();
+    try {
+      const r = await rankJob(np, ['--fail', '0', '--how', 'hang', '--others', 'sleep', '--dir', s.dir], { launcher: ['--timeout', '1'] });
+      expect(r.status, explain(r)).toBe(124);
+      expect(r.ms, explain(r)).toBeLessThan(5000);
+      expect(r.stderr).toMatch(/timeout/);
+      expect(rankLines(r.stderr), explain(r)).toEqual([]);
+      expect(await expectClean(before, s.dir, 1000)).toEqual({ leaked: [], left: [] });
+    } finally {
+      reap(rankPids(s.dir).values());
+      s.remove();
+    }
+  });
+
+  test('--timeout=0.5 with ranks blocked in a barrier and in a busy loop', async () => {
+    const s = scratch();
+    const s2 = scratch();
+    const before = shmNames();
+    try {
+      const r1 = rankJob(3, ['--fail', '0', '--how', 'hang', '--others', 'barrier', '--dir', s.dir], { launcher: ['--timeout=0.5'] });
+      const r2 = rankJob(2, ['--fail', '0', '--how', 'hang', '--others', 'loop', '--dir', s2.dir], { launcher: ['--timeout', '0.5'] });
+      const [a, b] = await Promise.all([r1, r2]);
+      expect(a.status, explain(a)).toBe(124);
+      expect(b.status, explain(b)).toBe(124);
+      expect(await expectClean(before, s.dir, 1000)).toEqual({ leaked: [], left: [] });
+      expect(await expectClean(before, s2.dir, 1000)).toEqual({ leaked: [], left: [] });
+    } finally {
+      for (const d of [s, s2]) {
+        reap(rankPids(d.dir).values());
+        d.remove();
+      }
+    }
+  });
+});
+
+describe('usage errors exit 2 with a usage message', () => {
+  test.concurrent.each([
+    ['no program', ['-n', '2']],
+    ['no arguments', []],
+    ['-n 0', ['-n', '0', 'app.js']],
+    ['-n 1.5', ['-n', '1.5', 'app.js']],
+    ['-n without a value', ['-n']],
+    ['unknown option', ['--frobnicate', 'app.js']],
+    ['-- without a command', ['-n', '2', '--']],
+    ['--timeout 0', ['--timeout', '0', 'app.js']],
+    ['--timeout abc', ['--timeout', 'abc', 'app.js']],
+    ['--timeout Infinity', ['--timeout', 'Infinity', 'app.js']],
+    ['--threads with -- CMD', ['--threads', '--', 'true']],
+  ])('%s', async (_name, args) => {
+    const before = shmNames();
+    const r = await nodempi(args);
+    expect(r.status, explain(r)).toBe(2);
+    expect(r.stderr).toMatch(/^nodempi: /);
+    expect(r.stderr).toContain('usage: nodempi -n N');
+    expect(await expectClean(before)).toEqual({ leaked: [], left: [] });
+  });
+
+  test('--help exits 0 with the usage on stdout; --version prints the version (even where the addon cannot load)', async () => {
+    const broken = { env: { NODEMPI_ADDON: '/nonexistent/nodempi.node' } };
+    const h = await nodempi(['--help'], broken);
+    expect(h.status).toBe(0);
+    expect(h.stdout).toContain('usage: nodempi -n N');
+    const v = await nodempi(['--version'], broken);
+    expect(v.status).toBe(0);
+    expect(v.stdout).toMatch(/^\d+\.\d+\.\d+/);
+  });
+});

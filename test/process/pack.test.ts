@@ -1,0 +1,89 @@
+/**
+ * Packaging: `npm pack` (whose prepack runs build:ts and prebuildify), then
+ * an install of the tarball into an empty folder with every compiler
+ * disabled, then a 2-rank job with the installed `nodempi` command and a
+ * require() of the package from CommonJS.
+ *
+ * The pack runs in a copy of the package's sources (package.json, lib/,
+ * native/, scripts/, build files; node_modules linked), not in the
+ * repository itself: prebuildify's `cmake-js rebuild` wipes build/ for the
+ * length of a full compile, and every other suite running meanwhile loads
+ * the addon from build/Release. The copy is removed afterwards, tarball and
+ * prebuilds with it.
+ */
+import { execFile } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, expect, test } from 'vitest';
+import { leakedSegments, root, shmNames } from './util.js';
+
+const exec = promisify(execFile);
+const tmp = mkdtempSync(join(tmpdir(), 'nodempi-pack-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+// Whatever npm needs, and nothing that would make it build from source.
+const npmEnv: NodeJS.ProcessEnv = { ...process.env, npm_config_nodedir: '/usr', npm_config_update_notifier: 'false' };
+for (const k of ['NODEMPI_RANK', 'NODEMPI_SIZE', 'NODEMPI_FD', 'NODEMPI_ADDON']) delete npmEnv[k];
+
+async function sh(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = npmEnv) {
+  try {
+    return await exec(cmd, args, { cwd, env, maxBuffer: 64 * 1024 * 1024, timeout: 150_000 });
+  } catch (err) {
+    const e = err as Error & { stdout?: string; stderr?: string };
+    throw new Error(`${cmd} ${args.join(' ')} failed in ${cwd}: ${e.message}\n--- stdout\n${e.stdout}\n--- stderr\n${e.stderr}`);
+  }
+}
+
+test('npm pack, install with no compiler, run the installed nodempi, require() from CommonJS', async () => {
+  const before = shmNames();
+
+  // 1. A copy of the package sources, packed there.
+  const src = join(tmp, 'src');
+  for (const f of ['package.json', 'package-lock.json', '.npmrc', 'tsconfig.json', 'binding.gyp', 'CMakeLists.txt', 'README.md',
+    'LICENSE', 'lib', 'native', 'scripts']) {
+    if (existsSync(join(root, f))) cpSync(join(root, f), join(src, f), { recursive: true });
+  }
+  symlinkSync(join(root, 'node_modules'), join(src, 'node_modules'), 'dir');
+  const packed = await sh('npm', ['pack', '--json', '--pack-destination', tmp], src);
+  // prepack's own output (tsc, the compiler) comes first on stdout; npm's JSON is last.
+  const info = JSON.parse(packed.stdout.slice(packed.stdout.search(/^\[$/m))) as { filename: string; files: { path: string }[] }[];
+  const tarball = join(tmp, info[0]!.filename);
+  expect(existsSync(tarball)).toBe(true);
+  const files = info[0]!.files.map((f) => f.path);
+  expect(files).toContain('prebuilds/linux-x64/nodempi.node');
+  expect(files).toContain('dist/index.js');
+  expect(files).toContain('dist/index.d.ts');
+  expect(files).toContain('dist/cli.js');
+  expect(files.some((f) => f.startsWith('build/'))).toBe(false);
+  expect(existsSync(join(src, 'prebuilds', 'linux-x64', 'nodempi.node'))).toBe(true);
+
+  // 2. Installed into an empty folder; compiling anything would fail.
+  const app = join(tmp, 'app');
+  cpSync(join(root, 'test', 'fixtures', 'process', 'pack-app'), app, { recursive: true });
+  await sh('npm', ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund'], app,
+    { ...npmEnv, CC: '/bin/false', CXX: '/bin/false', MAKE: '/bin/false' });
+  const installed = join(app, 'node_modules', 'nodempi');
+  expect(existsSync(join(installed, 'prebuilds', 'linux-x64', 'nodempi.node'))).toBe(true);
+  expect(existsSync(join(installed, 'build')), 'nothing was compiled at install').toBe(false);
+
+  // 3. The installed command runs a 2-rank job importing 'nodempi' by name.
+  const bin = join(app, 'node_modules', '.bin', 'nodempi');
+  const job = await sh(bin, ['-n', '2', '--tag-output', 'app.mjs'], app);
+  expect(job.stdout.split('\n').filter(Boolean).sort()).toEqual([
+    '[0] app rank 0 of 2 sum 3 loaded from node_modules/nodempi',
+    '[1] app rank 1 of 2 sum 3 loaded from node_modules/nodempi',
+  ]);
+
+  // 4. require() of the ESM package from CommonJS (Node >= 20.19).
+  const cjs = await sh(process.execPath, ['app.cjs'], app);
+  expect(cjs.stdout).toBe('cjs function 1 6\n');
+
+  // The package came from the prebuild, not from this checkout.
+  writeFileSync(join(app, 'where.cjs'), "console.log(require.resolve('nodempi'))\n");
+  const where = await sh(process.execPath, ['where.cjs'], app);
+  expect(where.stdout.trim()).toBe(join(installed, 'dist', 'index.js'));
+  expect(readdirSync(join(installed, 'prebuilds'))).toEqual(['linux-x64']);
+  expect(await leakedSegments(before)).toEqual([]);
+}, 240_000);
