@@ -357,7 +357,7 @@ export class Comm {
     checkOp(op, r.type, 'reduceScatter');
     const user = op.id < 0;
     const rr = stageReduce(r, s ? 'recv' : 'both', user), ss = s && stageReduce(s, 'send', user);
-    const per = rr.count / Math.max(1, r.count);  // kernel items per item (elements of a derived type)
+    const per = kernelItems(r.type, user);
     return native.reduceScatter(h, ss && ss.view, rr.view, Float64Array.from(counts, (c) => c * per), rr.basic, op.id, userOpSpec(op, r.type), mode);
   }
 
@@ -377,7 +377,7 @@ export class Comm {
     const user = op.id < 0;
     const total = send === IN_PLACE ? count * this.#size : r.count;
     const rr = stageReduce({ ...r, count: total }, s ? 'recv' : 'both', user), ss = s && stageReduce({ ...s, count: count * this.#size }, 'send', user);
-    const counts = new Float64Array(this.#size).fill(count * (rr.count / Math.max(1, total)));
+    const counts = new Float64Array(this.#size).fill(count * kernelItems(r.type, user));
     return native.reduceScatter(h, ss && ss.view, rr.view, counts, rr.basic, op.id, userOpSpec(op, r.type), mode);
   }
 
@@ -724,6 +724,11 @@ function countList(call: string, list: unknown, n: number): number[] {
     }
   });
   return list as number[];
+}
+
+// Kernel items per item: a derived type reduces element by element.
+function kernelItems(t: Datatype, userOp: boolean): number {
+  return t.predefined || userOp ? 1 : t.elements;
 }
 
 function notInPlace<T>(call: string, what: string, spec: T | typeof IN_PLACE, where: string): T {
