@@ -30,7 +30,7 @@
  * collective (THREAD_UNWIND_MS).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, fstatSync, readSync } from 'node:fs';
+import { closeSync, fstatSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { resolve as resolvePath } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
@@ -143,12 +143,6 @@ const DRAIN_MS = 2000;
 /** A partial line longer than this is relayed without waiting for its newline. */
 const MAX_PARTIAL = 64 * 1024;
 
-// Header fields the launcher reads back (native/core/transport/segment.h):
-// magic (uint64) at byte 0, version (uint32) at 8, `failed` (uint32) at 64
-// and `failed_rank` (int32) at 68. Read only when magic and version match.
-const HEADER_MAGIC = 0x69706d65646f6e31n; // "1nodempi"
-const HEADER_VERSION = 1;
-const HEADER_FAILED_OFFSET = 64;
 
 // The watchdog: reads "+pgid" / "-pgid" lines, "done" when the launcher has
 // finished. End of input without "done" means the launcher died: end every
@@ -179,7 +173,6 @@ class Job {
   #ino = -1;
   #dev = -1;
   /** The header layout is the one this file knows (see #abortedBy). */
-  #headerKnown = false;
   #ranks: Rank[] = [];
   #exitCodes: number[];
   #signals: (NodeJS.Signals | null)[];
@@ -231,9 +224,6 @@ class Job {
       const st = fstatSync(this.#fd);
       this.#ino = st.ino;
       this.#dev = st.dev;
-      const h = Buffer.alloc(12);
-      readSync(this.#fd, h, 0, 12, 0);
-      this.#headerKnown = h.readBigUInt64LE(0) === HEADER_MAGIC && h.readUInt32LE(8) === HEADER_VERSION;
     } catch { /* only used to recognise our descriptors and abort() */ }
     if (!thread) this.#startWatchdog();
 
@@ -419,14 +409,12 @@ class Job {
 
   /** The rank that called abort(), read from the segment header, or -1. */
   #abortedBy(): number {
-    if (this.#fd < 0 || !this.#headerKnown) return -1;
+    if (this.#segment < 0) return -1;
     try {
-      const b = Buffer.alloc(8);
-      if (readSync(this.#fd, b, 0, 8, HEADER_FAILED_OFFSET) !== 8) return -1;
-      const failed = b.readUInt32LE(0), rank = b.readInt32LE(4);
-      return failed !== 0 && rank >= 0 && rank < this.#np ? rank : -1;
+      const [failed, rank] = native.segmentState(this.#segment);
+      return failed && rank >= 0 && rank < this.#np ? rank : -1;
     } catch {
-      return -1;
+      return -1;  // the segment is already closed
     }
   }
 

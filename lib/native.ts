@@ -103,6 +103,8 @@ export interface NativeAddon {
   /** A close-on-exec duplicate of the segment descriptor, for a worker-thread rank. */
   segmentDupFd(handle: number): number;
   segmentClose(handle: number): void;
+  /** Whether the job was marked failed, and by which rank (-1 when not by a rank). */
+  segmentState(handle: number): [failed: boolean, failedRank: number];
 }
 
 /** The package root: dist/ and prebuilds/ sit side by side under it. */

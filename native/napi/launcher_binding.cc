@@ -78,6 +78,16 @@ Napi::Value SegmentDupFd(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), fd);
 }
 
+// segmentState(handle) -> [failed, failedRank]: whether the job was marked
+// failed (abort(), a dead rank, the launcher) and by which rank (-1: none).
+Napi::Value SegmentState(const Napi::CallbackInfo& info) {
+  transport::Header* h = launched_arg(info).header();
+  Napi::Array out = Napi::Array::New(info.Env(), 2);
+  out.Set(uint32_t(0), h->failed.load(std::memory_order_acquire) != 0);
+  out.Set(uint32_t(1), h->failed_rank.load(std::memory_order_acquire));
+  return out;
+}
+
 // segmentClose(handle): unmap, and unlink if that has not happened yet.
 void SegmentClose(const Napi::CallbackInfo& info) {
   State& st = State::of(info.Env());
@@ -93,6 +103,7 @@ void register_launcher(Napi::Env env, Napi::Object exports) {
   exports.Set("segmentExited", Napi::Function::New(env, SegmentExited, "segmentExited"));
   exports.Set("segmentFail", Napi::Function::New(env, SegmentFail, "segmentFail"));
   exports.Set("segmentDupFd", Napi::Function::New(env, SegmentDupFd, "segmentDupFd"));
+  exports.Set("segmentState", Napi::Function::New(env, SegmentState, "segmentState"));
   exports.Set("segmentClose", Napi::Function::New(env, SegmentClose, "segmentClose"));
 }
 

@@ -76,6 +76,10 @@ void post(CtrlLine* line, uint32_t value) {
   if (line->waiters.load(std::memory_order_relaxed) != 0) futex_wake_all(&line->seq);
 }
 
+Liveness::Liveness(const Header* header, uint32_t self_world_rank) : header_(header), self_(self_world_rank) {
+  launcher_is_parent_ = header && uint32_t(getppid()) == header->launcher_pid;
+}
+
 std::string Liveness::failure(uint32_t world_rank) const {
   const Header* h = header_;
   if (h->failed.load(std::memory_order_acquire)) {
@@ -88,7 +92,9 @@ std::string Liveness::failure(uint32_t world_rank) const {
     return "rank " + std::to_string(world_rank) + " has exited while rank " + std::to_string(self_) +
            " waits for it";
   }
-  if (process_gone(int32_t(h->launcher_pid))) return "the launcher has exited";
+  if (process_gone(int32_t(h->launcher_pid)) || (launcher_is_parent_ && uint32_t(getppid()) != h->launcher_pid)) {
+    return "the launcher has exited";
+  }
   return {};
 }
 

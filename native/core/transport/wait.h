@@ -26,8 +26,7 @@ void post(CtrlLine* line, uint32_t value);
 // saw; kill(pid, 0) covers the window before the launcher reaps a rank.
 class Liveness {
  public:
-  Liveness(const Header* header, uint32_t self_world_rank)
-      : header_(header), self_(self_world_rank) {}
+  Liveness(const Header* header, uint32_t self_world_rank);
   // Empty when `world_rank`, the launcher and the job are all alive;
   // otherwise what has failed, for a PROC_FAILED message.
   std::string failure(uint32_t world_rank) const;
@@ -35,6 +34,10 @@ class Liveness {
  private:
   const Header* header_;
   uint32_t self_;
+  // The launcher is our parent when it started us directly (not through
+  // `-- CMD`): then a changed getppid() tells at once that it died, even
+  // while it lingers as a zombie that kill(pid, 0) still finds.
+  bool launcher_is_parent_ = false;
 };
 
 // Block until line->seq reaches `target`. `peer_world_rank` is the rank that
