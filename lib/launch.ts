@@ -137,7 +137,7 @@ const KILL_AFTER_MS = 2000;
  * unless the addon is built with NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS.
  * Workers that end on their own meanwhile are not waited for.
  */
-const THREAD_UNWIND_MS = 1000;
+const THREAD_UNWIND_MS = 250;
 /** How long the relay waits for output after the last rank has ended. */
 const DRAIN_MS = 2000;
 /** A partial line longer than this is relayed without waiting for its newline. */
