@@ -293,7 +293,9 @@ function bytesOf(view: ArrayBufferView, offset: number, length: number): Uint8Ar
 /** @internal The wire form of a resolved message for data movement. */
 export function stageMove(m: Resolved, side: Side, blocks = 1): Resolved {
   const t = m.type;
-  if (t.contiguous || (t.predefined && t.size === t.extent)) return m;
+  // Predefined types move as their memory, the pair types' padding
+  // included (one copy, no packing); derived types move as their stream.
+  if (t.contiguous || t.predefined) return m;
   const items = m.count * blocks;
   const wire = new Uint8Array(items * t.size);
   const st = staging();
@@ -308,13 +310,14 @@ export function stageMove(m: Resolved, side: Side, blocks = 1): Resolved {
 
 /** @internal The wire form of a v- or w-spec: blocks packed one after another. */
 export function stageMoveV(v: ResolvedV, side: Side): ResolvedV {
-  if (v.types.every((t) => t.contiguous || (t.predefined && t.size === t.extent))) return v;
+  if (v.types.every((t) => t.contiguous || t.predefined)) return v;
   const n = v.counts.length;
   const bytes = new Float64Array(n), displs = new Float64Array(n);
   let at = 0;
   for (let r = 0; r < n; r++) {
+    const t = v.types[r]!;
     displs[r] = at;
-    bytes[r] = v.counts[r]! * v.types[r]!.size;
+    bytes[r] = v.counts[r]! * (t.predefined ? t.extent : t.size);
     at += bytes[r]!;
   }
   const wire = new Uint8Array(at);
@@ -325,7 +328,7 @@ export function stageMoveV(v: ResolvedV, side: Side): ResolvedV {
   const st = staging();
   if (side !== 'recv') {
     const pack = each((r, t) => {
-      if (t.contiguous) wire.set(bytesOf(v.view, v.displs[r]!, bytes[r]!), displs[r]!);
+      if (t.contiguous || t.predefined) wire.set(bytesOf(v.view, v.displs[r]!, bytes[r]!), displs[r]!);
       else native.typePack(t.handle, v.counts[r]!, origin(r), 0, wire, displs[r]!);
     });
     pack();
@@ -333,7 +336,7 @@ export function stageMoveV(v: ResolvedV, side: Side): ResolvedV {
   }
   if (side !== 'send') {
     st.after.push(each((r, t) => {
-      if (t.contiguous) bytesOf(v.view, v.displs[r]!, bytes[r]!).set(wire.subarray(displs[r]!, displs[r]! + bytes[r]!));
+      if (t.contiguous || t.predefined) bytesOf(v.view, v.displs[r]!, bytes[r]!).set(wire.subarray(displs[r]!, displs[r]! + bytes[r]!));
       else native.typeUnpack(t.handle, v.counts[r]!, wire, displs[r]!, origin(r), 0);
     }));
   }
