@@ -70,6 +70,10 @@ export class Request implements PromiseLike<void> {
   #id: number;
   #keep: unknown[] | null;
   #completed: boolean;
+  // Reported: a completion call (test, wait, waitAny, an awaited settle) has
+  // returned this round to the caller. Until then the request stays active
+  // for waitAny, as in MPI, even if the engine finished it meanwhile.
+  #reported: boolean;
   #error: Error | null = null;
   #promise: Promise<void> | null = null;
   #settle: ((err: Error | null) => void) | null = null;
@@ -83,6 +87,7 @@ export class Request implements PromiseLike<void> {
     this._hooks = nextHooks;
     nextHooks = null;
     this.#completed = !active;
+    this.#reported = !active;
     if (active) track(id, this);
   }
 
@@ -98,6 +103,7 @@ export class Request implements PromiseLike<void> {
       if (r === undefined) return false;
       this._complete(r);
     }
+    this.#reported = true;
     this.#throwIfFailed();
     return true;
   }
@@ -110,6 +116,7 @@ export class Request implements PromiseLike<void> {
       // they are delivered here rather than through the event loop.
       if (inflight.size > 0) deliver();
     }
+    this.#reported = true;
     this.#throwIfFailed();
   }
 
@@ -118,10 +125,15 @@ export class Request implements PromiseLike<void> {
     onrejected?: ((reason: unknown) => T2 | PromiseLike<T2>) | null,
   ): Promise<T1 | T2> {
     if (!this.#promise) {
+      if (this.#completed) this.#reported = true;
       this.#promise = this.#completed
         ? (this.#error ? Promise.reject(this.#error) : Promise.resolve())
         : new Promise<void>((resolve, reject) => {
-            this.#settle = (err) => (err ? reject(err) : resolve());
+            this.#settle = (err) => {
+              this.#reported = true;
+              if (err) reject(err);
+              else resolve();
+            };
           });
     }
     return this.#promise.then(onfulfilled, onrejected);
@@ -150,6 +162,7 @@ export class Request implements PromiseLike<void> {
   protected _restart(id: number): void {
     this.#id = id;
     this.#completed = false;
+    this.#reported = false;
     this.#error = null;
     this.#promise = null;
     this.#settle = null;
@@ -183,14 +196,16 @@ export class Request implements PromiseLike<void> {
   }
 
   /**
-   * MPI_Waitany: blocks until one request completes and returns its index
-   * (mpi.UNDEFINED for an empty list or one with no active request).
+   * MPI_Waitany: blocks until one active request completes and returns its
+   * index (mpi.UNDEFINED for an empty list or one with no active request).
+   * A request stays active until a completion call has returned it, so each
+   * round is returned exactly once. Throws if that request failed.
    */
   static waitAny(reqs: Request[]): number {
     checkList('Request.waitAny', reqs);
     const active: number[] = [];
     for (let i = 0; i < reqs.length; i++) {
-      if (!reqs[i]!.completed) active.push(i);
+      if (!reqs[i]!.#reported) active.push(i);
     }
     if (active.length === 0) return UNDEFINED;
     for (const i of active) {
