@@ -63,7 +63,6 @@ std::string rank_list(const std::vector<uint32_t>& ranks) {
 
 void Context::agree(uint32_t s, const char* what) {
   wait_all(s, what);
-  const Signature& first = header(0, s)->sig;
   // Compare everyone with rank 0, field by field; report the first field
   // that differs, with who said what.
   // Fields a rank leaves open (no root known, no size to compare) are

@@ -33,25 +33,24 @@ std::vector<int32_t> exchange(Segment& seg, uint32_t self, uint32_t peer, uint32
   Liveness live(h, self);
   if (data.size() > kMaxRanks + 4) throw CoreError(ErrorClass::INTERN, "createIntercomm: message too long");
 
-  // 1. Send: claim the peer's inbox, fill it, mark it full.
-  Inbox& out = h->inboxes[peer];
+  // 1. Send: once the previous message from here has been taken, fill our
+  //    outbox and mark it full. Its addressee is in an exchange with us (it
+  //    sent us what we received), so it will take it.
+  Outbox& out = h->outboxes[self];
   unsigned rounds = 0;
-  for (;;) {
-    uint32_t empty = 0;
-    if (out.state.compare_exchange_weak(empty, 1, std::memory_order_acquire)) break;
-    pause_for(live, peer, rounds);
-  }
-  out.from = self;
+  while (out.state.load(std::memory_order_acquire) != 0) pause_for(live, out.to, rounds);
+  out.to = peer;
   out.tag = tag;
   out.count = uint32_t(data.size());
   for (size_t i = 0; i < data.size(); ++i) out.data[i] = data[i];
   out.state.store(2, std::memory_order_release);
 
-  // 2. Receive: wait for the peer's message with this tag in our inbox.
-  Inbox& in = h->inboxes[self];
+  // 2. Receive: wait for the peer's outbox to hold its message to us with
+  //    this tag, copy it, and empty the outbox.
+  Outbox& in = h->outboxes[peer];
   rounds = 0;
   for (;;) {
-    if (in.state.load(std::memory_order_acquire) == 2 && in.from == peer && in.tag == tag) break;
+    if (in.state.load(std::memory_order_acquire) == 2 && in.to == self && in.tag == tag) break;
     pause_for(live, peer, rounds);
   }
   uint32_t count = in.count <= kMaxRanks + 4 ? in.count : 0;

@@ -14,7 +14,7 @@
 namespace nodempi::transport {
 
 constexpr uint64_t kMagic = 0x69706d65646f6e31ull;  // "1nodempi"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr uint32_t kMaxRanks = 256;
 constexpr uint32_t kContexts = 64;  // COMM_WORLD is context 0; the rest are a pool
 constexpr size_t kCacheLine = 64;
@@ -43,12 +43,16 @@ struct ContextSlot {
   std::atomic<uint32_t> members_left;
 };
 
-// A one-message mailbox per world rank, used only when two groups' leaders
+// A one-message outbox per world rank, used only when two groups' leaders
 // meet to create an intercommunicator (MPI has them talk through a peer
-// communicator; collectives alone cannot do it).
-struct Inbox {
-  std::atomic<uint32_t> state;  // 0 empty, 1 being written, 2 full
-  uint32_t from;
+// communicator; collectives alone cannot do it). Only the owner writes it,
+// and only while it is empty; only the addressee empties it. An outbox
+// rather than an inbox, so a message to a busy leader never blocks a third
+// rank's message to the same leader (creations with other tags may run
+// concurrently, in any order).
+struct Outbox {
+  std::atomic<uint32_t> state;  // 0 empty, 2 full
+  uint32_t to;
   uint32_t tag;
   uint32_t count;
   int32_t data[kMaxRanks + 4];
@@ -68,7 +72,7 @@ struct alignas(kCacheLine) Header {
   std::atomic<uint32_t> attached;
   alignas(kCacheLine) RankInfo ranks[kMaxRanks];
   alignas(kCacheLine) ContextSlot contexts_state[kContexts];
-  alignas(kCacheLine) Inbox inboxes[kMaxRanks];
+  alignas(kCacheLine) Outbox outboxes[kMaxRanks];
 };
 
 // Sizes for a job of `nranks` ranks.
