@@ -2,7 +2,7 @@
  * Communicators (MPI_Comm) and their blocking collectives. Every argument is
  * checked here, before the native call sends anything.
  */
-import { COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, UNDEFINED } from './constants.js';
+import { COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, UNDEFINED, UNEQUAL } from './constants.js';
 import type { Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
 import {
@@ -169,7 +169,11 @@ export class Comm {
   /** MPI_Comm_compare: IDENT (same object), CONGRUENT (same ranks in order), SIMILAR (same members), UNEQUAL. */
   compare(other: Comm): number {
     if (!(other instanceof Comm)) fail('ERR_COMM', 'compare', `other must be a Comm, got ${describe(other)}`);
+    // Both must be live, even when they are the same object.
+    void this.handle;
+    void other.handle;
     if (other === this) return IDENT;
+    if (other.isInter) return UNEQUAL;
     const c = compareRanks(this.group().worldRanks, other.group().worldRanks);
     return c === IDENT ? CONGRUENT : c;
   }
@@ -183,8 +187,10 @@ export class Comm {
   #derive(call: string, color: number, key: number): Comm | null {
     const h = this.handle;
     const n = this.#size, me = this.#rank;
-    const pairs = new Int32Array(2 * n);
-    native.allgather(h, Int32Array.of(color, key), pairs, 8, Mode.BLOCKING);
+    // As doubles: any integer color or key is honoured exactly, never
+    // wrapped to 32 bits on some ranks and not on others.
+    const pairs = new Float64Array(2 * n);
+    native.allgather(h, Float64Array.of(color, key), pairs, 16, Mode.BLOCKING);
     const members: number[] = [];
     if (color !== UNDEFINED) {
       for (let r = 0; r < n; r++) if (pairs[2 * r] === color) members.push(r);
@@ -356,7 +362,9 @@ export class Comm {
     }
     checkOp(op, r.type, 'reduceScatter');
     const user = op.id < 0;
-    const rr = stageReduce(r, s ? 'recv' : 'both', user), ss = s && stageReduce(s, 'send', user);
+    // Only the items this rank receives (all of them in place) are staged,
+    // so receive items past them stay as they were.
+    const rr = stageReduce({ ...r, count: need }, s ? 'recv' : 'both', user), ss = s && stageReduce(s, 'send', user);
     const per = kernelItems(r.type, user);
     return native.reduceScatter(h, ss && ss.view, rr.view, Float64Array.from(counts, (c) => c * per), rr.basic, op.id, userOpSpec(op, r.type), mode);
   }
@@ -375,7 +383,7 @@ export class Comm {
     }
     checkOp(op, r.type, 'reduceScatterBlock');
     const user = op.id < 0;
-    const total = send === IN_PLACE ? count * this.#size : r.count;
+    const total = send === IN_PLACE ? count * this.#size : count;
     const rr = stageReduce({ ...r, count: total }, s ? 'recv' : 'both', user), ss = s && stageReduce({ ...s, count: count * this.#size }, 'send', user);
     const counts = new Float64Array(this.#size).fill(count * kernelItems(r.type, user));
     return native.reduceScatter(h, ss && ss.view, rr.view, counts, rr.basic, op.id, userOpSpec(op, r.type), mode);

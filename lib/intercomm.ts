@@ -7,8 +7,8 @@
  * the sending side's own group, so it is queued and matched like any other.
  */
 import { Comm, registerIntercomm, type CollectiveName, type Intercomm as IntercommShape } from './comm.js';
-import { IN_PLACE, PROC_NULL, ROOT } from './constants.js';
-import { BasicType } from './datatype.js';
+import { CONGRUENT, IDENT, IN_PLACE, PROC_NULL, ROOT, SIMILAR, UNEQUAL } from './constants.js';
+import { BasicType, Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
 import { Group } from './group.js';
 import { resolve, resolveBlocks, resolveV, resolveW, type ResolvedV } from './message.js';
@@ -54,15 +54,18 @@ export class Intercomm extends Comm implements IntercommShape {
 
   /** Size of the remote group (MPI_Comm_remote_size). */
   get remoteSize(): number {
+    void this.handle;
     return this.#remote.size;
   }
 
   /** MPI_Comm_remote_group. */
   remoteGroup(): Group {
+    void this.handle;
     return this.#remote;
   }
 
   override group(): Group {
+    void this.handle;
     return this.#local;
   }
 
@@ -105,8 +108,21 @@ export class Intercomm extends Comm implements IntercommShape {
     fail('ERR_COMM', 'create', 'create on an intercommunicator is not supported; merge() it first');
   }
 
+  /**
+   * MPI_Comm_compare for intercommunicators: IDENT for the same one,
+   * CONGRUENT when both local and both remote groups are identical, SIMILAR
+   * when each pair has the same members, UNEQUAL otherwise or against an
+   * intracommunicator (MPI 4.1 §7.6.1).
+   */
   override compare(other: Comm): number {
-    return super.compare(other);
+    if (!(other instanceof Comm)) fail('ERR_COMM', 'compare', `other must be a Comm, got ${describe(other)}`);
+    void this.handle;
+    void other.handle;
+    if (other === this) return IDENT;
+    if (!(other instanceof Intercomm)) return UNEQUAL;
+    const l = this.#local.compare(other.#local), r = this.#remote.compare(other.#remote);
+    if (l === UNEQUAL || r === UNEQUAL) return UNEQUAL;
+    return l === IDENT && r === IDENT ? CONGRUENT : SIMILAR;
   }
 
   /** @internal */
@@ -207,8 +223,8 @@ export class Intercomm extends Comm implements IntercommShape {
       }
       case 'reduce': {
         const [send, recv, opArg, root] = args as [unknown, unknown, Op | undefined, number | undefined];
-        const op = opArg ?? Op.SUM;
-        const r = this.#root('reduce', root ?? 0);
+        const op = opArg === undefined ? Op.SUM : opArg;
+        const r = this.#root('reduce', root === undefined ? 0 : root);
         if (r.role === 'root') {
           const m = resolve('reduce', 'receive buffer', recv);
           checkOp(op, m.type, 'reduce');
@@ -216,7 +232,11 @@ export class Intercomm extends Comm implements IntercommShape {
           return native.exchangeFold(h, EMPTY, zeros(), zeros(), m.view, rb, m.count, m.type.basic, op.id, userOpSpec(op, m.type), mode);
         }
         if (r.role === 'none') {
-          return native.exchangeFold(h, EMPTY, zeros(), zeros(), null, zeros(), 0, BasicType.U8, Op.SUM.id, undefined, mode);
+          // No data here, but a user op's failure verdict is collective: an
+          // idle rank takes part in it too.
+          if (!(op instanceof Op)) fail('ERR_OP', 'reduce', `op must be an Op, got ${describe(op)}`);
+          const user = userOpSpec(op, Datatype.BYTE);
+          return native.exchangeFold(h, EMPTY, zeros(), zeros(), null, zeros(), 0, BasicType.U8, user ? op.id : Op.SUM.id, user, mode);
         }
         const s = resolve('reduce', 'send buffer', send);
         checkOp(op, s.type, 'reduce');
@@ -226,7 +246,7 @@ export class Intercomm extends Comm implements IntercommShape {
       }
       case 'allreduce': {
         const [send, recv, opArg] = args as [unknown, unknown, Op | undefined];
-        const op = opArg ?? Op.SUM;
+        const op = opArg === undefined ? Op.SUM : opArg;
         const s = resolve('allreduce', 'send buffer', send), m = resolve('allreduce', 'receive buffer', recv);
         this.#sameItems('allreduce', s, m);
         checkOp(op, m.type, 'allreduce');
@@ -236,7 +256,7 @@ export class Intercomm extends Comm implements IntercommShape {
       }
       case 'reduceScatterBlock': {
         const [send, recv, opArg] = args as [unknown, unknown, Op | undefined];
-        const op = opArg ?? Op.SUM;
+        const op = opArg === undefined ? Op.SUM : opArg;
         const s = resolveBlocks(name, 'send buffer', send, nr), m = resolve(name, 'receive buffer', recv);
         this.#sameItems(name, s, m);
         checkOp(op, m.type, name);
@@ -246,7 +266,7 @@ export class Intercomm extends Comm implements IntercommShape {
       }
       case 'reduceScatter': {
         const [send, recv, counts, opArg] = args as [unknown, unknown, number[], Op | undefined];
-        const op = opArg ?? Op.SUM;
+        const op = opArg === undefined ? Op.SUM : opArg;
         if (!Array.isArray(counts) || counts.length !== this.#local.size || !counts.every((c) => Number.isSafeInteger(c) && c >= 0)) {
           fail('ERR_COUNT', name, `recvcounts must list a non-negative count for each of the ${this.#local.size} local ranks, got ${describe(counts)}`);
         }
@@ -314,6 +334,7 @@ export class Intercomm extends Comm implements IntercommShape {
 // MPI_Intercomm_create, run by every rank of `local`.
 registerIntercomm((local, localLeader, peerComm, remoteLeader, tag) => {
   const call = 'createIntercomm';
+  if (local.isInter) fail('ERR_COMM', call, 'the local communicator must be an intracommunicator, got an intercommunicator');
   if (!Number.isInteger(localLeader) || localLeader < 0 || localLeader >= local.size) {
     fail('ERR_RANK', call, `localLeader ${describe(localLeader)} is not a rank of a communicator of size ${local.size}`);
   }
