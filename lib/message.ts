@@ -293,9 +293,11 @@ function bytesOf(view: ArrayBufferView, offset: number, length: number): Uint8Ar
 /** @internal The wire form of a resolved message for data movement. */
 export function stageMove(m: Resolved, side: Side, blocks = 1): Resolved {
   const t = m.type;
-  // Predefined types move as their memory, the pair types' padding
-  // included (one copy, no packing); derived types move as their stream.
-  if (t.contiguous || t.predefined) return m;
+  // Dense types move as their memory (one copy, no packing). Everything
+  // else, the pair types with their padding included, moves as its packed
+  // stream: only signatures must match between ranks, and a receiver's
+  // bytes outside its type map (holes, padding) stay as they were.
+  if (t.contiguous) return m;
   const items = m.count * blocks;
   const wire = new Uint8Array(items * t.size);
   const st = staging();
@@ -310,34 +312,35 @@ export function stageMove(m: Resolved, side: Side, blocks = 1): Resolved {
 
 /** @internal The wire form of a v- or w-spec: blocks packed one after another. */
 export function stageMoveV(v: ResolvedV, side: Side): ResolvedV {
-  if (v.types.every((t) => t.contiguous || t.predefined)) return v;
+  if (v.types.every((t) => t.contiguous)) return v;
   const n = v.counts.length;
   const bytes = new Float64Array(n), displs = new Float64Array(n);
   let at = 0;
   for (let r = 0; r < n; r++) {
     const t = v.types[r]!;
     displs[r] = at;
-    bytes[r] = v.counts[r]! * (t.predefined ? t.extent : t.size);
+    bytes[r] = v.counts[r]! * t.size;
     at += bytes[r]!;
   }
   const wire = new Uint8Array(at);
-  const origin = (r: number) => new Uint8Array(v.view.buffer, v.view.byteOffset + v.displs[r]!, v.view.byteLength - v.displs[r]!);
   const each = (f: (r: number, t: Datatype) => void) => () => {
     for (let r = 0; r < n; r++) if (bytes[r]) f(r, v.types[r]!);
   };
   const st = staging();
   if (side !== 'recv') {
     const pack = each((r, t) => {
-      if (t.contiguous || t.predefined) wire.set(bytesOf(v.view, v.displs[r]!, bytes[r]!), displs[r]!);
-      else native.typePack(t.handle, v.counts[r]!, origin(r), 0, wire, displs[r]!);
+      // The block's origin is a position in the whole view: a type may
+      // have data before its origin (negative lb).
+      if (t.contiguous) wire.set(bytesOf(v.view, v.displs[r]!, bytes[r]!), displs[r]!);
+      else native.typePack(t.handle, v.counts[r]!, v.view, v.displs[r]!, wire, displs[r]!);
     });
     pack();
     st.before.push(pack);
   }
   if (side !== 'send') {
     st.after.push(each((r, t) => {
-      if (t.contiguous || t.predefined) bytesOf(v.view, v.displs[r]!, bytes[r]!).set(wire.subarray(displs[r]!, displs[r]! + bytes[r]!));
-      else native.typeUnpack(t.handle, v.counts[r]!, wire, displs[r]!, origin(r), 0);
+      if (t.contiguous) bytesOf(v.view, v.displs[r]!, bytes[r]!).set(wire.subarray(displs[r]!, displs[r]! + bytes[r]!));
+      else native.typeUnpack(t.handle, v.counts[r]!, wire, displs[r]!, v.view, v.displs[r]!);
     }));
   }
   return { view: wire, counts: v.counts, types: v.types, bytes, displs };
@@ -359,7 +362,8 @@ export interface Reducible {
  */
 export function stageReduce(m: Resolved, side: Side, userOp: boolean): Reducible {
   const t = m.type;
-  if (t.predefined || userOp) return { view: m.view, count: m.count, basic: t.basic };
+  if (userOp) return t.contiguous ? { view: m.view, count: m.count, basic: t.basic } : stageItems(m, side);
+  if (t.predefined) return { view: m.view, count: m.count, basic: t.basic };
   const k = kernelType(t);
   if (!k) fail('ERR_OP', 'reduction', `datatype ${t.name} mixes basic types; predefined ops need one basic type`);
   const n = m.count * t.elements;
@@ -372,4 +376,35 @@ export function stageReduce(m: Resolved, side: Side, userOp: boolean): Reducible
   }
   if (side !== 'send') st.after.push(() => fromKernel(wire, m.view, m.count, t));
   return { view: wire, count: n, basic: k.basic };
+}
+
+/**
+ * A user op on a type with holes or padding reduces whole items as laid out
+ * in memory, in a scratch copy of the operand: item i at byte i × extent
+ * from the origin. Only the type map's bytes go in and come back out, so
+ * the holes of a receive buffer are never written.
+ */
+function stageItems(m: Resolved, side: Side): Reducible {
+  const t = m.type;
+  const bytes = m.count * t.extent;
+  const [lo, hi] = t.span(m.count);
+  const base = Math.min(0, lo);
+  const scratch = new Uint8Array(Math.max(bytes, hi) - base);
+  const wire = new Uint8Array(m.count * t.size);
+  const st = staging();
+  if (side !== 'recv' && wire.length) {
+    const load = () => {
+      native.typePack(t.handle, m.count, m.view, 0, wire, 0);
+      native.typeUnpack(t.handle, m.count, wire, 0, scratch, -base);
+    };
+    load();
+    st.before.push(load);
+  }
+  if (side !== 'send' && wire.length) {
+    st.after.push(() => {
+      native.typePack(t.handle, m.count, scratch, -base, wire, 0);
+      native.typeUnpack(t.handle, m.count, wire, 0, m.view, 0);
+    });
+  }
+  return { view: scratch.subarray(-base, -base + bytes), count: m.count, basic: t.basic };
 }
