@@ -15,6 +15,7 @@ export { Datatype } from './datatype.js';
 export { Op } from './op.js';
 export type { TypedArray, UserFunction } from './op.js';
 export { reduceLocal, reduceLocals } from './local.js';
+export { pack, packSize, unpack } from './pack.js';
 export { MPIError, ErrorClasses } from './errors.js';
 export type { ErrorCode } from './errors.js';
 export type { Buf, Msg, VMsg, WMsg } from './message.js';

@@ -4,13 +4,12 @@
 // with exact bytes (plus a seeded fuzz against a naive type-map model).
 import { describe, expect, it } from 'vitest';
 import * as mpi from '../../dist/index.js';
-import * as packing from '../../dist/pack.js';
 import { checkOp } from '../../dist/op.js';
+import * as packing from '../../dist/pack.js';  // internal kernel-layout helpers
 
 const { Datatype, MPIError, Op } = mpi;
 type Datatype = InstanceType<typeof Datatype>;
-// pack/unpack/packSize: from the package once lib/index.ts exports them.
-const { pack, unpack, packSize } = ('pack' in mpi ? mpi : packing) as typeof packing;
+const { pack, unpack, packSize } = mpi;
 const { INT, DOUBLE, CHAR, SHORT, FLOAT, LONG_DOUBLE, DOUBLE_INT, SHORT_INT, BYTE } = Datatype;
 
 // Internal getters (lib/datatype.ts marks them @internal).
