@@ -1,0 +1,37 @@
+// Errors and edge rules of derived datatypes in collectives
+// (test/fixtures/dtcoll/errors.mjs, edge.mjs): uncommitted types, freed types
+// still referenced, buffers against the span of the type map, overlapping
+// send types, mismatched signatures; and one job per edge rule.
+import { describe, expect, it } from 'vitest';
+import { explain, runJob, worldSizes } from '../helpers/job.js';
+
+describe('derived datatype errors in collectives', () => {
+  for (const np of worldSizes) {
+    it(`ERR_TYPE, freed types, ERR_BUFFER, overlap, ERR_NOT_SAME at np=${np}`, async () => {
+      const r = await runJob(np, 'dtcoll/errors.mjs', [], { timeoutSec: 60 });
+      expect(r.status, explain(r)).toBe(0);
+    });
+    it(`the same with 8 KiB slots at np=${np}`, async () => {
+      const r = await runJob(np, 'dtcoll/errors.mjs', [], { env: { NODEMPI_SLOT_KB: '8' }, timeoutSec: 60 });
+      expect(r.status, explain(r)).toBe(0);
+    });
+  }
+});
+
+const edges: [string, string][] = [
+  ['negative-true-lb', 'a type with data before its origin, placed by v/w displacements'],
+  ['reduce-scatter-extra', 'reduceScatter leaves receive items past recvcounts[rank] alone'],
+  ['pair-padding', 'DOUBLE_INT receives leave the padding after each pair alone'],
+  ['pair-signature', 'struct { double; int } and DOUBLE_INT match'],
+];
+
+describe('derived datatype edge rules', () => {
+  for (const [name, what] of edges) {
+    for (const np of [1, 2, 3, 4]) {
+      it(`${what} at np=${np}`, async () => {
+        const r = await runJob(np, 'dtcoll/edge.mjs', [name], { timeoutSec: 60 });
+        expect(r.status, explain(r)).toBe(0);
+      });
+    }
+  }
+});
