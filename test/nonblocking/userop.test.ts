@@ -1,0 +1,12 @@
+import { describe, it } from 'vitest';
+import { expectPassed, job, worldSizes } from './util.js';
+
+// Item 6: user-defined ops in the nonblocking and persistent reductions,
+// and a user op that throws on one rank.
+describe('user-defined ops in nonblocking and persistent reductions', () => {
+  for (const np of worldSizes) {
+    it(`combine in rank order, however completed, and fail together at np=${np}`, async () => {
+      expectPassed(await job(np, 'userop.mjs'), np, 'nonblocking user ops');
+    });
+  }
+});
