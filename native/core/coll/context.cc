@@ -63,6 +63,11 @@ std::string rank_list(const std::vector<uint32_t>& ranks) {
 
 void Context::agree(uint32_t s, const char* what) {
   wait_all(s, what);
+#ifdef NODEMPI_BENCH_NO_AGREE
+  // Benchmark builds only (bench/mismatch.mjs): the same protocol without
+  // the comparison, to measure what always-on mismatch detection costs.
+  return;
+#endif
   // Compare everyone with rank 0, field by field; report the first field
   // that differs, with who said what.
   // Fields a rank leaves open (no root known, no size to compare) are
