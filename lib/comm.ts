@@ -665,13 +665,13 @@ export class Comm {
 
   /**
    * @internal Runs collective `name` in `mode` with the public method's
-   * arguments; Intercomm overrides it with the intercommunicator forms.
+   * arguments, with the packing and unpacking its datatypes need around it.
    */
   _run(name: CollectiveName, mode: Mode, ...args: unknown[]): unknown {
     takeStaging();
     let result: unknown;
     try {
-      result = this.#dispatch(name, mode, args);
+      result = this._collective(name, mode, args);
     } catch (err) {
       takeStaging();
       throw err;
@@ -685,7 +685,8 @@ export class Comm {
     return result;
   }
 
-  #dispatch(name: CollectiveName, mode: Mode, args: unknown[]): unknown {
+  /** @internal The collective itself; Intercomm overrides it with the intercommunicator forms. */
+  protected _collective(name: CollectiveName, mode: Mode, args: unknown[]): unknown {
     switch (name) {
       case 'barrier': return this.#barrier(mode, ...(args as Parameters<Comm['barrier']>));
       case 'bcast': return this.#bcast(mode, ...(args as Parameters<Comm['bcast']>));

@@ -11,9 +11,10 @@ import { CONGRUENT, IDENT, IN_PLACE, PROC_NULL, ROOT, SIMILAR, UNEQUAL } from '.
 import { BasicType, Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
 import { Group } from './group.js';
-import { resolve, resolveBlocks, resolveV, resolveW, type ResolvedV } from './message.js';
+import { resolve, resolveBlocks, resolveV, resolveW, stageMove, stageMoveV, stageReduce, type Resolved, type ResolvedV, type Side } from './message.js';
 import { native } from './native.js';
 import { checkOp, Op, userOpSpec } from './op.js';
+import { kernelType } from './pack.js';
 import { Mode } from './request.js';
 import { worldRank } from './runtime.js';
 
@@ -125,8 +126,13 @@ export class Intercomm extends Comm implements IntercommShape {
     return l === IDENT && r === IDENT ? CONGRUENT : SIMILAR;
   }
 
-  /** @internal */
-  override _run(name: CollectiveName, mode: Mode, ...args: unknown[]): unknown {
+  /**
+   * @internal The intercommunicator form of every collective: one native
+   * v-collective over the merged context. Derived datatypes travel as their
+   * packed streams and reduce in kernel layout, as on intracommunicators
+   * (lib/message.ts staging; Comm._run unpacks after completion).
+   */
+  protected override _collective(name: CollectiveName, mode: Mode, args: unknown[]): unknown {
     const h = this.handle;
     if (name === 'scan' || name === 'exscan') fail('ERR_COMM', name, 'scan and exscan are not defined on intercommunicators');
     if (args.includes(IN_PLACE)) fail('ERR_ARG', name, 'IN_PLACE is not allowed on an intercommunicator');
@@ -143,6 +149,9 @@ export class Intercomm extends Comm implements IntercommShape {
       return [b, d];
     };
     const fromV = (v: ResolvedV) => toRemote((i) => v.bytes[i]!, (i) => v.displs[i]!);
+    // One message, or one block per remote rank, in its wire form.
+    const one = (call: string, what: string, spec: unknown, side: Side) => stageMove(resolve(call, what, spec), side);
+    const blocks = (call: string, what: string, spec: unknown, side: Side) => stageMove(resolveBlocks(call, what, spec, nr), side, nr);
     switch (name) {
       case 'barrier':
         return native.barrier(h, mode);
@@ -150,12 +159,12 @@ export class Intercomm extends Comm implements IntercommShape {
         const [buf, root] = args as [unknown, number];
         const r = this.#root('bcast', root);
         if (r.role === 'root') {
-          const m = resolve('bcast', 'buffer', buf);
+          const m = one('bcast', 'buffer', buf, 'send');
           const [b, d] = toRemote(() => m.bytes, () => 0);
           return native.scatterv(h, m.view, b, d, EMPTY, 0, r.merged, mode);
         }
         if (r.role === 'none') return native.scatterv(h, null, null, null, EMPTY, 0, -1, mode);
-        const m = resolve('bcast', 'buffer', buf);
+        const m = one('bcast', 'buffer', buf, 'recv');
         return native.scatterv(h, null, null, null, m.view, m.bytes, r.merged, mode);
       }
       case 'gather':
@@ -163,15 +172,18 @@ export class Intercomm extends Comm implements IntercommShape {
         const [send, recv, root] = args as [unknown, unknown, number];
         const r = this.#root(name, root);
         if (r.role === 'root') {
-          const [b, d] = name === 'gather'
-            ? ((rv) => toRemote(() => rv.bytes, (i) => i * rv.bytes))(resolveBlocks(name, 'receive buffer', recv, nr))
-            : fromV(resolveV(name, 'receive spec', recv, nr));
-          const view = name === 'gather' ? resolveBlocks(name, 'receive buffer', recv, nr).view : resolveV(name, 'receive spec', recv, nr).view;
-          return native.gatherv(h, EMPTY, 0, view, b, d, r.merged, mode);
+          if (name === 'gather') {
+            const rv = blocks(name, 'receive buffer', recv, 'recv');
+            const [b, d] = toRemote(() => rv.bytes, (i) => i * rv.bytes);
+            return native.gatherv(h, EMPTY, 0, rv.view, b, d, r.merged, mode);
+          }
+          const rv = stageMoveV(resolveV(name, 'receive spec', recv, nr), 'recv');
+          const [b, d] = fromV(rv);
+          return native.gatherv(h, EMPTY, 0, rv.view, b, d, r.merged, mode);
         }
         if (r.role === 'none') return native.gatherv(h, EMPTY, 0, null, null, null, -1, mode);
-        const s = resolve(name, 'send buffer', send);
-        return native.gatherv(h, s.view, s.bytes, null, null, null, r.merged, mode);
+        const m = one(name, 'send buffer', send, 'send');
+        return native.gatherv(h, m.view, m.bytes, null, null, null, r.merged, mode);
       }
       case 'scatter':
       case 'scatterv': {
@@ -179,35 +191,35 @@ export class Intercomm extends Comm implements IntercommShape {
         const r = this.#root(name, root);
         if (r.role === 'root') {
           if (name === 'scatter') {
-            const sv = resolveBlocks(name, 'send buffer', send, nr);
+            const sv = blocks(name, 'send buffer', send, 'send');
             const [b, d] = toRemote(() => sv.bytes, (i) => i * sv.bytes);
             return native.scatterv(h, sv.view, b, d, EMPTY, 0, r.merged, mode);
           }
-          const sv = resolveV(name, 'send spec', send, nr);
+          const sv = stageMoveV(resolveV(name, 'send spec', send, nr), 'send');
           const [b, d] = fromV(sv);
           return native.scatterv(h, sv.view, b, d, EMPTY, 0, r.merged, mode);
         }
         if (r.role === 'none') return native.scatterv(h, null, null, null, EMPTY, 0, -1, mode);
-        const m = resolve(name, 'receive buffer', recv);
+        const m = one(name, 'receive buffer', recv, 'recv');
         return native.scatterv(h, null, null, null, m.view, m.bytes, r.merged, mode);
       }
       case 'allgather':
       case 'allgatherv': {
         const [send, recv] = args;
-        const s = resolve(name, 'send buffer', send);
+        const s = one(name, 'send buffer', send, 'send');
         const [sb, sd] = toRemote(() => s.bytes, () => 0);
         if (name === 'allgather') {
-          const rv = resolveBlocks(name, 'receive buffer', recv, nr);
+          const rv = blocks(name, 'receive buffer', recv, 'recv');
           const [rb, rd] = toRemote(() => rv.bytes, (i) => i * rv.bytes);
           return native.alltoallv(h, s.view, sb, sd, rv.view, rb, rd, mode);
         }
-        const rv = resolveV(name, 'receive spec', recv, nr);
+        const rv = stageMoveV(resolveV(name, 'receive spec', recv, nr), 'recv');
         const [rb, rd] = fromV(rv);
         return native.alltoallv(h, s.view, sb, sd, rv.view, rb, rd, mode);
       }
       case 'alltoall': {
         const [send, recv] = args;
-        const s = resolveBlocks(name, 'send buffer', send, nr), rv = resolveBlocks(name, 'receive buffer', recv, nr);
+        const s = blocks(name, 'send buffer', send, 'send'), rv = blocks(name, 'receive buffer', recv, 'recv');
         const [sb, sd] = toRemote(() => s.bytes, (i) => i * s.bytes);
         const [rb, rd] = toRemote(() => rv.bytes, (i) => i * rv.bytes);
         return native.alltoallv(h, s.view, sb, sd, rv.view, rb, rd, mode);
@@ -216,7 +228,7 @@ export class Intercomm extends Comm implements IntercommShape {
       case 'alltoallw': {
         const [send, recv] = args;
         const rs = name === 'alltoallv' ? resolveV : resolveW;
-        const s = rs(name, 'send spec', send, nr), rv = rs(name, 'receive spec', recv, nr);
+        const s = stageMoveV(rs(name, 'send spec', send, nr), 'send'), rv = stageMoveV(rs(name, 'receive spec', recv, nr), 'recv');
         const [sb, sd] = fromV(s);
         const [rb, rd] = fromV(rv);
         return native.alltoallv(h, s.view, sb, sd, rv.view, rb, rd, mode);
@@ -228,8 +240,9 @@ export class Intercomm extends Comm implements IntercommShape {
         if (r.role === 'root') {
           const m = resolve('reduce', 'receive buffer', recv);
           checkOp(op, m.type, 'reduce');
-          const [rb] = toRemote(() => m.bytes, () => 0);
-          return native.exchangeFold(h, EMPTY, zeros(), zeros(), m.view, rb, m.count, m.type.basic, op.id, userOpSpec(op, m.type), mode);
+          const k = reducible(m, 'recv', op);
+          const [rb] = toRemote(() => k.bytes, () => 0);
+          return native.exchangeFold(h, EMPTY, zeros(), zeros(), k.view, rb, k.count, k.basic, op.id, userOpSpec(op, m.type), mode);
         }
         if (r.role === 'none') {
           // No data here, but a user op's failure verdict is collective: an
@@ -238,11 +251,12 @@ export class Intercomm extends Comm implements IntercommShape {
           const user = userOpSpec(op, Datatype.BYTE);
           return native.exchangeFold(h, EMPTY, zeros(), zeros(), null, zeros(), 0, BasicType.U8, user ? op.id : Op.SUM.id, user, mode);
         }
-        const s = resolve('reduce', 'send buffer', send);
-        checkOp(op, s.type, 'reduce');
+        const m = resolve('reduce', 'send buffer', send);
+        checkOp(op, m.type, 'reduce');
+        const k = reducible(m, 'send', op);
         const sb = zeros();
-        sb[r.merged] = s.bytes;
-        return native.exchangeFold(h, s.view, sb, zeros(), null, zeros(), s.count, s.type.basic, op.id, userOpSpec(op, s.type), mode);
+        sb[r.merged] = k.bytes;
+        return native.exchangeFold(h, k.view, sb, zeros(), null, zeros(), k.count, k.basic, op.id, userOpSpec(op, m.type), mode);
       }
       case 'allreduce': {
         const [send, recv, opArg] = args as [unknown, unknown, Op | undefined];
@@ -250,9 +264,10 @@ export class Intercomm extends Comm implements IntercommShape {
         const s = resolve('allreduce', 'send buffer', send), m = resolve('allreduce', 'receive buffer', recv);
         this.#sameItems('allreduce', s, m);
         checkOp(op, m.type, 'allreduce');
-        const [sb, sd] = toRemote(() => s.bytes, () => 0);
-        const [rb] = toRemote(() => m.bytes, () => 0);
-        return native.exchangeFold(h, s.view, sb, sd, m.view, rb, m.count, m.type.basic, op.id, userOpSpec(op, m.type), mode);
+        const ks = reducible(s, 'send', op), kr = reducible(m, 'recv', op);
+        const [sb, sd] = toRemote(() => ks.bytes, () => 0);
+        const [rb] = toRemote(() => kr.bytes, () => 0);
+        return native.exchangeFold(h, ks.view, sb, sd, kr.view, rb, kr.count, kr.basic, op.id, userOpSpec(op, m.type), mode);
       }
       case 'reduceScatterBlock': {
         const [send, recv, opArg] = args as [unknown, unknown, Op | undefined];
@@ -260,9 +275,10 @@ export class Intercomm extends Comm implements IntercommShape {
         const s = resolveBlocks(name, 'send buffer', send, nr), m = resolve(name, 'receive buffer', recv);
         this.#sameItems(name, s, m);
         checkOp(op, m.type, name);
-        const [sb, sd] = toRemote(() => s.bytes, (i) => i * s.bytes);
-        const [rb] = toRemote(() => m.bytes, () => 0);
-        return native.exchangeFold(h, s.view, sb, sd, m.view, rb, m.count, m.type.basic, op.id, userOpSpec(op, m.type), mode);
+        const ks = reducible({ ...s, count: s.count * nr }, 'send', op), kr = reducible(m, 'recv', op);
+        const [sb, sd] = toRemote(() => kr.bytes, (i) => i * kr.bytes);
+        const [rb] = toRemote(() => kr.bytes, () => 0);
+        return native.exchangeFold(h, ks.view, sb, sd, kr.view, rb, kr.count, kr.basic, op.id, userOpSpec(op, m.type), mode);
       }
       case 'reduceScatter': {
         const [send, recv, counts, opArg] = args as [unknown, unknown, number[], Op | undefined];
@@ -273,7 +289,9 @@ export class Intercomm extends Comm implements IntercommShape {
         const m = resolve(name, 'receive buffer', recv);
         if (m.count < counts[this.#lrank]!) fail('ERR_BUFFER', name, `receive buffer holds ${m.count} items, ${counts[this.#lrank]} needed`);
         const s = resolve(name, 'send buffer', send);
-        if (s.type.basic !== m.type.basic) fail('ERR_TYPE', name, `send datatype ${s.type.name} differs from receive datatype ${m.type.name}`);
+        if (s.type.basic !== m.type.basic || s.type.extent !== m.type.extent) {
+          fail('ERR_TYPE', name, `send datatype ${s.type.name} differs from receive datatype ${m.type.name}`);
+        }
         checkOp(op, m.type, name);
         // Each side learns how the other distributes its result: one small
         // exchange of this rank's count, then the reduction itself.
@@ -284,12 +302,14 @@ export class Intercomm extends Comm implements IntercommShape {
         native.alltoallv(h, Float64Array.of(mine), cb, cd, remoteCounts, crb, crd, Mode.BLOCKING);
         const total = remoteCounts.reduce((a, b) => a + b, 0);
         if (s.count !== total) fail('ERR_COUNT', name, `send buffer holds ${s.count} items but the remote group's recvcounts add up to ${total}`);
-        const item = s.type.extent;
+        const ks = reducible(s, 'send', op), kr = reducible({ ...m, count: mine }, 'recv', op);
+        // Bytes of one datatype item in the form the fold works on.
+        const item = s.count ? ks.bytes / s.count : kr.count ? kr.bytes / mine : 0;
         let at = 0;
         const offs = Array.from(remoteCounts, (c) => ((at += c), at - c));
         const [sb, sd] = toRemote((i) => remoteCounts[i]! * item, (i) => offs[i]! * item);
-        const [rb] = toRemote(() => mine * item, () => 0);
-        return native.exchangeFold(h, s.view, sb, sd, m.view, rb, mine, m.type.basic, op.id, userOpSpec(op, m.type), mode);
+        const [rb] = toRemote(() => kr.bytes, () => 0);
+        return native.exchangeFold(h, ks.view, sb, sd, kr.view, rb, kr.count, kr.basic, op.id, userOpSpec(op, m.type), mode);
       }
     }
     fail('ERR_COMM', name, 'not defined on intercommunicators');
@@ -373,3 +393,12 @@ registerIntercomm((local, localLeader, peerComm, remoteLeader, tag) => {
   const handle = native.commCreate(ctx, me, Int32Array.from(merged));
   return new Intercomm(handle, localGroup, remoteGroup, low);
 });
+
+// A reduction operand in the form the fold works on, with its byte size:
+// predefined types and user ops as items, derived types as kernel elements.
+function reducible(m: Resolved, side: Side, op: Op): { view: ArrayBufferView; count: number; basic: number; bytes: number } {
+  const user = op.id < 0;
+  const k = stageReduce(m, side, user);
+  const unit = user || m.type.predefined ? m.type.extent : kernelType(m.type)!.extent;
+  return { ...k, bytes: k.count * unit };
+}

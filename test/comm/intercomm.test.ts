@@ -61,6 +61,12 @@ describe('intercommunicators', () => {
       expect(r.status, explain(r)).toBe(0);
     });
   }
+  for (const [layout, np] of [['block', 2], ['block', 3], ['interleaved', 4], ['interleaved', 5]] as [string, number][]) {
+    it(`derived datatypes in every kind of intercommunicator collective; holes and padding untouched: ${layout} np=${np}`, async () => {
+      const r = await job(np, layout, 'derived', 60);
+      expect(r.status, explain(r)).toBe(0);
+    });
+  }
   it('createIntercomm argument errors (np=3)', async () => {
     const r = await job(3, 'interleaved', 'errors', 30);
     expect(r.status, explain(r)).toBe(0);
