@@ -2,9 +2,15 @@
 #include <cstring>
 
 #include "core/coll/coll.h"
+#include "core/coll/direct.h"
+#include "core/transport/cma.h"
 
 namespace nodempi::coll {
 
+// alltoall_direct (large blocks, direct.h): every rank reads block `me` of
+// each peer's send buffer. Not IN_PLACE: there a peer's blocks are being
+// overwritten while others read them; a rank in place publishes no send
+// buffer, which sends every rank to the slots.
 // alltoall_flat: every rank's half is cut into size() lanes; for each chunk:
 //   1. every rank waits until its half is free, copies chunk k of the block
 //      for rank r into lane r, posts;
@@ -24,10 +30,26 @@ void alltoall(Context& c, const void* send, void* recv, size_t bytes) {
   sig.kind = ALLTOALL;
   sig.bytes = bytes;
   sig.check_bytes = 1;
+  Direct d(c, bytes);
+  if (d.large() && d.sign(sig, send, nullptr, "alltoall")) {
+    bool in_place_somewhere = false;
+    for (uint32_t r = 0; r < n; ++r) in_place_somewhere = in_place_somewhere || d.a(r) == nullptr;
+    if (!in_place_somewhere) {
+      bool ok = true;
+      for (uint32_t i = 1; i < n && ok; ++i) {
+        uint32_t r = (me + i) % n;
+        ok = transport::cma_read(d.pid(r), out + size_t(r) * bytes, d.a(r) + size_t(me) * bytes, bytes);
+      }
+      if (d.finish(ok, "alltoall")) {
+        std::memcpy(out + size_t(me) * bytes, in + size_t(me) * bytes, bytes);
+        return;
+      }
+    }
+  }
   size_t off = 0;
   do {
     size_t len = std::min(lane, bytes - off);
-    const bool first = off == 0;
+    const bool first = off == 0 && !d.signed_();
     uint32_t s = first ? c.open(sig, "alltoall") : c.next_phase();
     if (!first) c.acquire_slot(s, "alltoall");
     uint8_t* mine = c.slot(me, s);

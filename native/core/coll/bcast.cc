@@ -2,9 +2,13 @@
 #include <cstring>
 
 #include "core/coll/coll.h"
+#include "core/coll/direct.h"
+#include "core/transport/cma.h"
 
 namespace nodempi::coll {
 
+// bcast_direct (large messages, direct.h): every other rank reads the
+// root's buffer in one copy.
 // bcast_pipelined: for each chunk of at most one slot half (at least one
 // phase, so a zero-byte bcast still matches up):
 //   1. the root waits until its half is free, copies the chunk in, posts;
@@ -19,10 +23,15 @@ void bcast(Context& c, void* buf, size_t bytes, uint32_t root) {
   sig.root = root;
   sig.bytes = bytes;
   sig.check_bytes = 1;
+  Direct d(c, bytes);
+  if (d.large() && d.sign(sig, buf, nullptr, "bcast")) {
+    bool ok = c.rank() == root || transport::cma_read(d.pid(root), data, d.a(root), bytes);
+    if (d.finish(ok, "bcast")) return;
+  }
   size_t off = 0;
   do {
     size_t len = std::min(chunk, bytes - off);
-    const bool first = off == 0;
+    const bool first = off == 0 && !d.signed_();
     uint32_t s = first ? c.open(sig, "bcast") : c.next_phase();
     if (c.rank() == root) {
       if (!first) c.acquire_slot(s, "bcast");

@@ -116,6 +116,17 @@ void Context::agree(uint32_t s, const char* what) {
   if (differs(bytes)) {
     report("message size", bytes, [](uint64_t v) { return "sent or expected " + std::to_string(v) + " bytes"; });
   }
+  // Checked last: a size that differs also sends ranks down different paths.
+  auto protocol = [](const Signature& g) { return uint64_t(g.direct >> 1); };
+  if (differs(protocol)) {
+    report("protocol", protocol, [](uint64_t v) {
+      return std::string(v ? "took" : "did not take") + " the single-copy path (NODEMPI_CMA differs)";
+    });
+  }
+}
+
+int32_t Context::pid(uint32_t member) const {
+  return seg_->header()->ranks[world_ranks_[member]].pid.load(std::memory_order_acquire);
 }
 
 void Context::acquire_slot(uint32_t s, const char* what) {

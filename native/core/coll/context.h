@@ -36,7 +36,9 @@ struct Signature {
   uint32_t type = 0;     // reductions: kernel type id + 1; 0 not compared
   uint64_t bytes = 0;    // bytes per rank where MPI requires them equal
   uint32_t check_bytes = 0;
+  uint32_t direct = 0;   // single-copy path (coll/direct.h): bit 1 compared, bit 0 not
 };
+static_assert(sizeof(Signature) == 32, "the signature fits its slot header");
 
 // Passed as the root by intercommunicator members that neither send nor
 // receive (MPI_PROC_NULL) and so need not know where the root is.
@@ -52,7 +54,7 @@ struct SlotHeader {
   uint64_t phases;  // v-collectives: how many phases the writer needs
   uint64_t bytes;   // what the writer sends, for truncation checks
   Signature sig;    // first phase of a collective
-  uint64_t reserved[2];
+  uint64_t addr[2];  // single-copy path: buffer addresses, then the copy status
 };
 constexpr size_t kHeaderBytes = sizeof(SlotHeader);
 static_assert(kHeaderBytes == 64, "one cache line of header per slot half");
@@ -86,6 +88,13 @@ class Context {
   void wait(uint32_t peer, uint32_t s, const char* what);
   void wait_all(uint32_t s, const char* what);
 
+  // Process id of a member, for single-copy transfers.
+  int32_t pid(uint32_t member) const;
+  // Set on every rank alike once a single-copy transfer has failed on any:
+  // from then on this communicator only uses its slots.
+  bool direct_off() const { return direct_off_; }
+  void set_direct_off() { direct_off_ = true; }
+
   uint8_t* slot(uint32_t member, uint32_t s) const { return slots_[member * 2 + (s & 1)] + kHeaderBytes; }
   // A small header in front of each slot half, written and read under the
   // same rules as the data: how many phases a v-collective takes, and so on.
@@ -100,6 +109,7 @@ class Context {
   uint32_t size_;
   size_t half_;
   uint32_t seq_ = 0;
+  bool direct_off_ = false;
   std::vector<uint32_t> world_ranks_;
   std::vector<transport::CtrlLine*> lines_;
   std::vector<uint8_t*> slots_;

@@ -2,9 +2,13 @@
 #include <cstring>
 
 #include "core/coll/coll.h"
+#include "core/coll/direct.h"
+#include "core/transport/cma.h"
 
 namespace nodempi::coll {
 
+// gather_direct (large blocks, direct.h): every non-root writes its block
+// straight into the root's receive buffer, all of them at once.
 // gather_flat: for each chunk of every block (one slot half per rank):
 //   1. non-roots wait until their half is free, copy their chunk in, post;
 //   2. the root posts, then copies each peer's chunk into its block.
@@ -21,10 +25,15 @@ void gather(Context& c, const void* send, void* recv, size_t bytes, uint32_t roo
   sig.root = root;
   sig.bytes = bytes;
   sig.check_bytes = 1;
+  Direct d(c, bytes);
+  if (d.large() && d.sign(sig, nullptr, recv, "gather")) {
+    bool ok = me == root || transport::cma_write(d.pid(root), in, d.b(root) + size_t(me) * bytes, bytes);
+    if (d.finish(ok, "gather")) return;
+  }
   size_t off = 0;
   do {
     size_t len = std::min(chunk, bytes - off);
-    const bool first = off == 0;
+    const bool first = off == 0 && !d.signed_();
     uint32_t s = first ? c.open(sig, "gather") : c.next_phase();
     if (me != root) {
       if (!first) c.acquire_slot(s, "gather");

@@ -2,9 +2,13 @@
 #include <cstring>
 
 #include "core/coll/coll.h"
+#include "core/coll/direct.h"
+#include "core/transport/cma.h"
 
 namespace nodempi::coll {
 
+// scatter_direct (large blocks, direct.h): every non-root reads its block
+// from the root's send buffer.
 // scatter_flat: the root's half is cut into size() lanes; for each chunk:
 //   1. the root waits until its half is free, copies chunk k of every
 //      peer's block into that peer's lane, posts;
@@ -21,10 +25,15 @@ void scatter(Context& c, const void* send, void* recv, size_t bytes, uint32_t ro
   sig.root = root;
   sig.bytes = bytes;
   sig.check_bytes = 1;
+  Direct d(c, bytes);
+  if (d.large() && d.sign(sig, send, nullptr, "scatter")) {
+    bool ok = me == root || transport::cma_read(d.pid(root), out, d.a(root) + size_t(me) * bytes, bytes);
+    if (d.finish(ok, "scatter")) return;
+  }
   size_t off = 0;
   do {
     size_t len = std::min(lane, bytes - off);
-    const bool first = off == 0;
+    const bool first = off == 0 && !d.signed_();
     uint32_t s = first ? c.open(sig, "scatter") : c.next_phase();
     if (me == root) {
       if (!first) c.acquire_slot(s, "scatter");

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <new>
 
+#include "core/transport/cma.h"
+
 namespace nodempi::transport {
 namespace {
 
@@ -121,6 +123,7 @@ Segment* Segment::attach(int fd, uint32_t rank, uint32_t nranks, std::string* er
     *error = "the shared-memory segment header is not from this nodempi version";
     return nullptr;
   }
+  cma_permit(int32_t(h->launcher_pid));
   h->ranks[rank].pid.store(int32_t(getpid()), std::memory_order_release);
   h->attached.fetch_add(1, std::memory_order_acq_rel);
 

@@ -1,0 +1,37 @@
+// Single-copy transfers between ranks (Linux Cross Memory Attach): a rank
+// reads from, or writes to, a peer's buffer directly with
+// process_vm_readv/process_vm_writev, instead of both copying through a
+// shared-memory slot. Ranks that are threads of one process copy with memcpy.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace nodempi::transport {
+
+// Single copy is opt-in: measured on the project's machines, the pipeline
+// through the slots is faster (bench/README.md, "Single copy"), because a
+// user-space memcpy between cache-resident buffers outruns the kernel's
+// page-pinning copy. It needs fewer phases, which can pay on a machine
+// crowded with other work.
+//   NODEMPI_CMA=1         take the single-copy path for large messages
+//   NODEMPI_CMA=fallback  take its protocol but declare every copy refused
+//                         (tests the fallback a refusing kernel causes)
+//   NODEMPI_CMA_MIN=B     from B bytes per rank's block (default 64 KiB)
+// The launcher passes the environment to every rank; ranks that disagree
+// throw ERR_NOT_SAME rather than mix protocols.
+enum class CmaMode { OFF, ON, FALLBACK };
+CmaMode cma_mode();
+size_t cma_min_bytes();
+
+// Lets the other ranks (the launcher's descendants) read and write this
+// process's memory where Yama's ptrace_scope=1 would refuse siblings;
+// process_vm_* needs ptrace access. Nothing else is granted to anyone.
+void cma_permit(int32_t launcher_pid);
+
+// `len` bytes from `remote` in process `pid` into `local` (read), or from
+// `local` to `remote` (write). False when the kernel refuses (no permission,
+// no such process, no CMA in this kernel): the caller falls back.
+bool cma_read(int32_t pid, void* local, const void* remote, size_t len);
+bool cma_write(int32_t pid, const void* local, void* remote, size_t len);
+
+}  // namespace nodempi::transport
