@@ -4,7 +4,7 @@
  */
 import { IN_PLACE } from './constants.js';
 import { fail } from './errors.js';
-import { resolve, type Msg, type Resolved } from './message.js';
+import { resolve, stageReduce, takeStaging, type Msg, type Resolved } from './message.js';
 import { native } from './native.js';
 import { checkOp, Op, userOpSpec } from './op.js';
 
@@ -14,7 +14,7 @@ export function reduceLocal(inbuf: Msg, inoutbuf: Msg, op: Op): void {
   const a = resolve('reduceLocal', 'inbuf', inbuf);
   matches('reduceLocal', 'inbuf', a, io);
   checkOp(op, io.type, 'reduceLocal');
-  native.reduceLocals(a.view, io.view, io.view, io.count, io.type.basic, op.id, userOpSpec(op, io.type));
+  combine(a, io, io, op);
 }
 
 /**
@@ -29,7 +29,31 @@ export function reduceLocals(inbuf: Msg | typeof IN_PLACE, argbuf: Msg | typeof 
   matches('reduceLocals', 'inbuf', a, io);
   matches('reduceLocals', 'argbuf', b, io);
   checkOp(op, io.type, 'reduceLocals');
-  native.reduceLocals(a.view, b.view, io.view, io.count, io.type.basic, op.id, userOpSpec(op, io.type));
+  combine(a, b, io, op);
+}
+
+// out = a op b in the kernels. Predefined types (and user ops on dense
+// types) reduce the caller's memory directly, no copy; other derived types
+// go through the collectives' staging: a predefined op on each basic
+// element in kernel layout, a user op on whole items, and only the type
+// map's bytes of the output written back.
+function combine(a: Resolved, b: Resolved, io: Resolved, op: Op): void {
+  const t = io.type, user = op.id < 0;
+  if (t.predefined || (user && t.contiguous)) {
+    native.reduceLocals(a.view, b.view, io.view, io.count, t.basic, op.id, userOpSpec(op, t));
+    return;
+  }
+  takeStaging();
+  try {
+    const ko = stageReduce(io, a === io || b === io ? 'both' : 'recv', user);
+    const ka = a === io ? ko : stageReduce(a, 'send', user);
+    const kb = b === io ? ko : b === a ? ka : stageReduce(b, 'send', user);
+    native.reduceLocals(ka.view, kb.view, ko.view, ko.count, ko.basic, op.id, userOpSpec(op, t));
+  } catch (err) {
+    takeStaging();
+    throw err;
+  }
+  for (const f of takeStaging()?.after ?? []) f();
 }
 
 function matches(call: string, what: string, m: Resolved, io: Resolved): void {

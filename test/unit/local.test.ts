@@ -281,3 +281,55 @@ describe('reduceLocal / reduceLocals: argument errors', () => {
     expect(code(() => mpi.reduceLocals(f64(2), f64(2), IN_PLACE as never, Op.SUM))).toBe('ERR_ARG');
   });
 });
+
+describe('local reductions on derived datatypes', () => {
+  it('apply a predefined op to each element of a strided vector and leave the holes alone', () => {
+    const v = Datatype.vector(3, 1, 2, Datatype.DOUBLE).commit();
+    // Two items, the second one extent (5 doubles) after the first: the
+    // elements sit at 0, 2, 4 and 5, 7, 9; 1, 3, 6 and 8 are holes.
+    const at = [0, 2, 4, 5, 7, 9];
+    const image = (hole: number, f: (k: number) => number) => {
+      const out = new Array<number>(10).fill(hole);
+      at.forEach((p, k) => (out[p] = f(k)));
+      return out;
+    };
+    const a = Float64Array.from(image(100, (k) => k + 1));
+    const b = Float64Array.from(image(-1, (k) => 10 * (k + 1)));
+    mpi.reduceLocal([a, 2, v], [b, 2, v], Op.SUM);
+    expect(Array.from(b)).toEqual(image(-1, (k) => 11 * (k + 1)));
+    const out = new Float64Array(10).fill(-9);
+    mpi.reduceLocals([a, 2, v], [b, 2, v], [out, 2, v], Op.MAX);
+    expect(Array.from(out)).toEqual(image(-9, (k) => 11 * (k + 1)));
+    mpi.reduceLocals(IN_PLACE, [a, 2, v], [out, 2, v], Op.SUM);
+    expect(Array.from(out)).toEqual(image(-9, (k) => 12 * (k + 1)));
+    mpi.reduceLocals(IN_PLACE, IN_PLACE, [out, 2, v], Op.PROD);
+    expect(Array.from(out)).toEqual(image(-9, (k) => 144 * (k + 1) ** 2));
+    v.free();
+  });
+
+  it('give a user op whole struct items and keep the padding of the output', () => {
+    const st = Datatype.struct([1, 1], [0, 8], [Datatype.INT, Datatype.DOUBLE]).commit();
+    const x = new DataView(new ArrayBuffer(32)), y = new DataView(new ArrayBuffer(32));
+    for (let i = 0; i < 2; i++) {
+      x.setInt32(16 * i, i + 1, true); x.setInt32(16 * i + 4, 77, true); x.setFloat64(16 * i + 8, 0.5, true);
+      y.setInt32(16 * i, 10, true); y.setInt32(16 * i + 4, 99, true); y.setFloat64(16 * i + 8, 3, true);
+    }
+    const seen: number[] = [];
+    const op = Op.create((p, q, len) => {
+      const a = p as DataView, b = q as DataView;
+      seen.push(len, b.byteLength);
+      for (let i = 0; i < len; i++) {
+        b.setInt32(16 * i, a.getInt32(16 * i, true) + b.getInt32(16 * i, true), true);
+        b.setFloat64(16 * i + 8, a.getFloat64(16 * i + 8, true) * b.getFloat64(16 * i + 8, true), true);
+      }
+    });
+    mpi.reduceLocal([x, 2, st], [y, 2, st], op);
+    expect(seen).toEqual([2, 32]);
+    for (let i = 0; i < 2; i++) {
+      expect([y.getInt32(16 * i, true), y.getInt32(16 * i + 4, true), y.getFloat64(16 * i + 8, true)]).toEqual([11 + i, 99, 1.5]);
+    }
+    expect(() => mpi.reduceLocal([x, 2, st], [y, 2, st], Op.SUM)).toThrow(expect.objectContaining({ code: 'ERR_OP' }));
+    op.free();
+    st.free();
+  });
+});
