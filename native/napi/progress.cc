@@ -1,5 +1,7 @@
 #include "napi/progress.h"
 
+#include <sched.h>
+
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -51,8 +53,8 @@ struct Progress {
   std::deque<MainCall*> mail;
   ProgressTsfn tsfn;  // wakes the event loop; calls lib's onProgress
   bool tsfn_live = false;
-  bool unkicked = false;
-  bool in_wait = false;   // the main thread is inside wait(); lib delivers afterwards  // some lane holds operations its thread was not woken for
+  bool unkicked = false;  // some lane holds operations its thread was not woken for
+  bool in_wait = false;   // the main thread is inside wait(); lib delivers afterwards
   bool tsfn_ref = false;
   Napi::FunctionReference on_progress;
 };
@@ -249,6 +251,8 @@ Napi::Value dispatch(const Napi::CallbackInfo& info, Job job) {
     case Mode::PERSISTENT: {
       Progress& p = progress_of(env);
       uint64_t id = p.next_id++;
+      // Decided here, where the buffers are arguments: start() has only the id.
+      job.wake = payload_bytes(info) >= kWakeBytes;
       p.templates.emplace(id, std::move(job));
       return Napi::Number::New(env, double(id));
     }
@@ -356,6 +360,10 @@ Napi::Value Test(const Napi::CallbackInfo& info) {
   if (it == p.pending.end()) return env.Null();  // already delivered
   if (it->second.op->state.load(std::memory_order_acquire) != progress::Op::DONE) {
     kick_all(p);
+    // A test() loop must not starve the thread doing the work when ranks
+    // outnumber cores: give up the rest of this time slice (it returns at
+    // once when no other thread wants the core).
+    sched_yield();
     return env.Undefined();
   }
   Napi::Value result = outcome(env, *it->second.op, it->second.user);
@@ -409,7 +417,7 @@ Napi::Value Start(const Napi::CallbackInfo& info) {
   Progress& p = progress_of(env);
   auto it = p.templates.find(id_arg(info, 0));
   if (it == p.templates.end()) throw_mpi(env, ErrorClass::REQUEST, "start: the persistent request has been freed");
-  return Napi::Number::New(env, double(enqueue(env, p, it->second, payload_bytes(info) >= kWakeBytes)));
+  return Napi::Number::New(env, double(enqueue(env, p, it->second, it->second.wake)));
 }
 
 // kick(): wakes the threads of lanes holding operations not yet started

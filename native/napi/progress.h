@@ -19,6 +19,7 @@ struct Job {
   uint32_t comm = 0;
   std::function<void()> body;
   std::shared_ptr<UserOp> user;
+  bool wake = false;  // persistent: large enough to wake its lane at each start
 };
 
 // How a binding was called: the last argument of every collective binding.
