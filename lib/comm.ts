@@ -218,7 +218,9 @@ export class Comm {
   #bcast(mode: Mode, buf: Msg, root = 0): unknown {
     const h = this.handle;
     this.#checkRoot('bcast', root);
-    const m = stageMove(resolve('bcast', 'buffer', buf), 'both');
+    // The root only sends and the others only receive: no rank packs or
+    // unpacks a derived type more than once.
+    const m = stageMove(resolve('bcast', 'buffer', buf), this.#rank === root ? 'send' : 'recv');
     return native.bcast(h, m.view, m.bytes, root, mode);
   }
 
