@@ -6,7 +6,7 @@ import { IN_PLACE } from './constants.js';
 import { fail } from './errors.js';
 import { resolve, stageReduce, takeStaging, type Msg, type Resolved } from './message.js';
 import { native } from './native.js';
-import { checkOp, Op, userOpSpec } from './op.js';
+import { checkOp, Op, userOpSpec, userView } from './op.js';
 
 /** MPI_Reduce_local: `inoutbuf = inbuf op inoutbuf`, elementwise. */
 export function reduceLocal(inbuf: Msg, inoutbuf: Msg, op: Op): void {
@@ -39,6 +39,7 @@ export function reduceLocals(inbuf: Msg | typeof IN_PLACE, argbuf: Msg | typeof 
 // map's bytes of the output written back.
 function combine(a: Resolved, b: Resolved, io: Resolved, op: Op): void {
   const t = io.type, user = op.id < 0;
+  if (user && (t.predefined || t.contiguous) && callUser(a, b, io, op)) return;
   if (t.predefined || (user && t.contiguous)) {
     native.reduceLocals(a.view, b.view, io.view, io.count, t.basic, op.id, userOpSpec(op, t));
     return;
@@ -54,6 +55,28 @@ function combine(a: Resolved, b: Resolved, io: Resolved, op: Op): void {
     throw err;
   }
   for (const f of takeStaging()?.after ?? []) f();
+}
+
+// A user op on dense items: the function gets views of the caller's own
+// memory, called right here (no trip through the addon, no copy but b's
+// items into the output). False when a view cannot be made (memory not
+// aligned for the TypedArray); the addon path copies then.
+function callUser(a: Resolved, b: Resolved, io: Resolved, op: Op): boolean {
+  const t = io.type, bytes = io.bytes;
+  const out = userView(t, io.view, bytes);
+  let inv = userView(t, a.view, bytes);
+  if (!out || !inv) return false;
+  if (io.count === 0) return true;
+  // The function combines into the output after b is copied there: an input
+  // that is the output itself must be saved first.
+  if (a === io && b !== io) inv = userView(t, bytesOf(a).slice(), bytes)!;
+  if (b !== io) bytesOf(io).set(bytesOf(b));
+  op.fn!(inv, out, io.count, t);
+  return true;
+}
+
+function bytesOf(m: Resolved): Uint8Array {
+  return new Uint8Array(m.view.buffer, m.view.byteOffset, m.bytes);
 }
 
 function matches(call: string, what: string, m: Resolved, io: Resolved): void {

@@ -112,6 +112,26 @@ const viewKind: Partial<Record<BasicType, number>> = {
   [BasicType.F32]: 7, [BasicType.F64]: 8, [BasicType.I64]: 9, [BasicType.U64]: 10,
 };
 
+// The TypedArray a user function sees for a basic type, in JS.
+const viewCtor: Partial<Record<BasicType, { new(b: ArrayBufferLike, o: number, n: number): TypedArray; BYTES_PER_ELEMENT: number }>> = {
+  [BasicType.I8]: Int8Array, [BasicType.U8]: Uint8Array, [BasicType.BYTE]: Uint8Array, [BasicType.BOOL]: Uint8Array,
+  [BasicType.I16]: Int16Array, [BasicType.U16]: Uint16Array, [BasicType.I32]: Int32Array, [BasicType.U32]: Uint32Array,
+  [BasicType.F32]: Float32Array, [BasicType.F64]: Float64Array, [BasicType.I64]: BigInt64Array, [BasicType.U64]: BigUint64Array,
+};
+
+/**
+ * @internal The view a user function gets of `bytes` bytes of `dt` items
+ * at `view`'s memory (the view itself when it already is that), or null
+ * when the memory is not aligned for the TypedArray.
+ */
+export function userView(dt: Datatype, view: ArrayBufferView, bytes: number): TypedArray | DataView | null {
+  const Ctor = viewCtor[dt.basic];
+  if (!Ctor) return new DataView(view.buffer, view.byteOffset, bytes);
+  if (view instanceof Ctor && view.byteLength === bytes) return view;
+  if (view.byteOffset % Ctor.BYTES_PER_ELEMENT !== 0) return null;
+  return new Ctor(view.buffer, view.byteOffset, bytes / Ctor.BYTES_PER_ELEMENT);
+}
+
 /** @internal What the addon needs to call a user op on items of `dt`. */
 export interface UserOpSpec {
   fn: UserFunction;

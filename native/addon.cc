@@ -3,6 +3,7 @@
 
 #include "napi/progress.h"
 #include "napi/state.h"
+#include "napi/user_op.h"
 
 namespace {
 

@@ -1,7 +1,6 @@
 // reduceLocal and reduceLocals: the collective kernels applied to local
 // buffers, with no extra copy.
 #include <string>
-#include <vector>
 
 #include "core/kernels/kernels.h"
 #include "napi/args.h"
@@ -33,15 +32,7 @@ void ReduceLocals(const Napi::CallbackInfo& info) {
     Bytes a = need_bytes(info, 0, bytes, "reduceLocals", "inbuf");
     Bytes b = need_bytes(info, 1, bytes, "reduceLocals", "argbuf");
     Bytes out = need_bytes(info, 2, bytes, "reduceLocals", "inoutbuf");
-    // The function combines into `out` after `b` is copied there; an `a`
-    // that is `out` itself must be saved first.
-    std::vector<uint8_t> saved;
-    const void* in = a.data;
-    if (a.data == out.data && b.data != out.data && bytes) {
-      saved.assign(a.data, a.data + bytes);
-      in = saved.data();
-    }
-    user.combiner().apply(in, b.data, out.data, count);
+    user.combiner().apply(a.data, b.data, out.data, count);
     if (user.failed()) throw Napi::Error(env, user.error());
     return;
   }

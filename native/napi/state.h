@@ -11,7 +11,8 @@
 
 namespace nodempi::napi {
 
-struct Progress;  // napi/progress.cc
+struct Progress;     // napi/progress.cc
+struct UserScratch;  // napi/user_op.h (which the deleter of State needs)
 
 struct State {
   std::unique_ptr<transport::Segment> segment;  // null for a singleton
@@ -26,6 +27,7 @@ struct State {
   Napi::FunctionReference make_error;  // (errorClass, message, cause) => MPIError
   Progress* progress = nullptr;        // created at the first nonblocking call
   bool keep_segment = false;           // a progress thread may still use it
+  std::unique_ptr<UserScratch> user_scratch;
 
   static State& of(Napi::Env env) { return *env.GetInstanceData<State>(); }
 };

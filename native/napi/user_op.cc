@@ -1,10 +1,13 @@
 #include "napi/user_op.h"
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "core/error.h"
 #include "napi/args.h"
 #include "napi/progress.h"
+#include "napi/state.h"
 
 namespace nodempi::napi {
 
@@ -18,40 +21,71 @@ UserOp::UserOp(Napi::Env env, Napi::Object spec)
 
 Napi::Value UserOp::error() const { return error_.IsEmpty() ? env_.Undefined() : error_.Value(); }
 
-Napi::Value UserOp::view(Napi::ArrayBuffer buffer) const {
-  if (kind_ < 0) return Napi::DataView::New(env_, buffer);
+Napi::Value UserOp::view(Napi::ArrayBuffer buffer, size_t bytes) const {
+  if (kind_ < 0) return Napi::DataView::New(env_, buffer, 0, bytes);
   auto type = napi_typedarray_type(kind_);
   napi_value out;
-  napi_status st = napi_create_typedarray(env_, type, buffer.ByteLength() / element_size(type), buffer, 0, &out);
+  napi_status st = napi_create_typedarray(env_, type, bytes / element_size(type), buffer, 0, &out);
   NAPI_THROW_IF_FAILED(env_, st, Napi::Value());
   return Napi::Value(env_, out);
 }
 
 // out = a op b as MPI's user function sees it: inoutvec = invec op inoutvec.
-// b is first copied into out (unless they are the same memory), then the
-// function combines a into it. Once the function has thrown, the remaining
-// steps only keep the protocol going; the result is discarded.
+// Once the function has thrown, the remaining steps only keep the protocol
+// going (out = b); the result is discarded.
 void UserOp::call(void* self, const void* a, const void* b, void* out, size_t n) {
   auto* u = static_cast<UserOp*>(self);
-  const size_t bytes = n * u->item_;
-  if (out != b && bytes) std::memmove(out, b, bytes);
-  if (u->failed_ || n == 0) return;
+  if (u->failed_ || n == 0) {
+    if (out != b && n) std::memmove(out, b, n * u->item_);
+    return;
+  }
   if (on_main_thread(u->progress_)) {
-    u->call_here(a, out, n);
+    u->call_here(a, b, out, n);
   } else {
-    run_on_main(u->progress_, [u, a, out, n] { u->call_here(a, out, n); });
+    run_on_main(u->progress_, [u, a, b, out, n] { u->call_here(a, b, out, n); });
   }
 }
 
-void UserOp::call_here(const void* a, void* out, size_t n) {
+// Both operands are copied into the scratch before anything is written to
+// out, so a or b may be out itself.
+void UserOp::call_here(const void* a, const void* b, void* out, size_t n) {
   Napi::HandleScope scope(env_);
   const size_t bytes = n * item_;
-  // External buffers over the collective's memory, detached right after the
-  // call so the function cannot keep a view that outlives that memory.
-  Napi::ArrayBuffer in_buf = Napi::ArrayBuffer::New(env_, const_cast<void*>(a), bytes);
-  Napi::ArrayBuffer inout_buf = Napi::ArrayBuffer::New(env_, out, bytes);
+  State& state = State::of(env_);
+  if (!state.user_scratch) state.user_scratch = std::make_unique<UserScratch>();
+  UserScratch& s = *state.user_scratch;
+  const bool shared = !s.busy;
+  Napi::ArrayBuffer in_buf, inout_buf;
+  Napi::Value in_view, inout_view;
+  if (shared) {
+    if (s.capacity < bytes) {
+      // Grow geometrically: a collective calls with chunks up to a slot.
+      s.capacity = std::max(bytes, std::max<size_t>(4096, 2 * s.capacity));
+      s.in = Napi::Persistent(Napi::ArrayBuffer::New(env_, s.capacity));
+      s.inout = Napi::Persistent(Napi::ArrayBuffer::New(env_, s.capacity));
+      s.kind = -2;
+    }
+    in_buf = s.in.Value();
+    inout_buf = s.inout.Value();
+    if (s.kind != kind_ || s.bytes != bytes) {
+      s.in_view = Napi::Persistent(view(in_buf, bytes));
+      s.inout_view = Napi::Persistent(view(inout_buf, bytes));
+      s.kind = kind_;
+      s.bytes = bytes;
+    }
+    in_view = s.in_view.Value();
+    inout_view = s.inout_view.Value();
+  } else {
+    in_buf = Napi::ArrayBuffer::New(env_, bytes);
+    inout_buf = Napi::ArrayBuffer::New(env_, bytes);
+    in_view = view(in_buf, bytes);
+    inout_view = view(inout_buf, bytes);
+  }
+  std::memcpy(in_buf.Data(), a, bytes);
+  std::memcpy(inout_buf.Data(), b, bytes);
+  s.busy = s.busy || shared;
   try {
-    fn_.Call({view(in_buf), view(inout_buf), Napi::Number::New(env_, double(n)), datatype_.Value()});
+    fn_.Call({in_view, inout_view, Napi::Number::New(env_, double(n)), datatype_.Value()});
   } catch (const Napi::Error& e) {
     failed_ = true;
     Napi::Value thrown = e.Value().IsEmpty() ? env_.Undefined() : Napi::Value(e.Value());
@@ -61,8 +95,19 @@ void UserOp::call_here(const void* a, void* out, size_t n) {
       if (msg.IsString()) failure_ = msg.As<Napi::String>().Utf8Value();
     }
   }
-  in_buf.Detach();
-  inout_buf.Detach();
+  if (shared) s.busy = false;
+  // The function may have transferred a buffer away (postMessage,
+  // structuredClone): its memory is gone, so the scratch starts over.
+  if (in_buf.IsDetached() || inout_buf.IsDetached()) {
+    if (shared) s.capacity = 0;
+    if (!failed_ && inout_buf.IsDetached()) {
+      failed_ = true;
+      failure_ = "the function detached its inoutvec buffer";
+      error_ = Napi::Persistent(Napi::Value(Napi::Error::New(env_, failure_).Value()));
+    }
+  }
+  if (!inout_buf.IsDetached()) std::memcpy(out, inout_buf.Data(), bytes);
+  else if (out != b) std::memmove(out, b, bytes);
 }
 
 void UserOp::settle(coll::Context& c, const char* call) {

@@ -1,8 +1,8 @@
 // Calling a user-defined op (a JS function) from a collective. The function
-// sees the operands as TypedArrays or DataViews over the memory the
-// collective reduces in: no copy in, no copy out. On the main thread it is
-// called directly; from a progress thread the call is handed to the main
-// thread (napi/progress.h), which runs it while the worker waits.
+// sees the operands as TypedArrays or DataViews over scratch ArrayBuffers
+// that JS owns: the operands are copied in and the result out. On the main
+// thread it is called directly; from a progress thread the call is handed
+// to the main thread (napi/progress.h), which runs it while the worker waits.
 #pragma once
 #include <napi.h>
 
@@ -13,6 +13,23 @@
 namespace nodempi::napi {
 
 struct Progress;
+
+// The scratch a user function's views live in, one per environment, kept
+// between calls: creating external ArrayBuffers over the collective's memory
+// and detaching them after each call (so no view outlives that memory)
+// costs microseconds per call, and the first detach invalidates V8's
+// "no ArrayBuffer was ever detached" assumption, which slows every
+// TypedArray access in the process by about 1.5x from then on. Copies of a
+// slot-sized chunk cost far less.
+struct UserScratch {
+  Napi::Reference<Napi::ArrayBuffer> in, inout;
+  size_t capacity = 0;
+  // The views of the last call, reused while kind and length stay the same.
+  int kind = -2;
+  size_t bytes = 0;
+  Napi::Reference<Napi::Value> in_view, inout_view;
+  bool busy = false;  // a call is running (a nested one gets its own buffers)
+};
 
 class UserOp {
  public:
@@ -39,8 +56,8 @@ class UserOp {
 
  private:
   static void call(void* self, const void* a, const void* b, void* out, size_t n);
-  void call_here(const void* a, void* out, size_t n);
-  Napi::Value view(Napi::ArrayBuffer buffer) const;
+  void call_here(const void* a, const void* b, void* out, size_t n);
+  Napi::Value view(Napi::ArrayBuffer buffer, size_t bytes) const;
 
   Napi::Env env_;
   Progress* progress_;
