@@ -4,17 +4,67 @@
  */
 import { IN_PLACE } from './constants.js';
 import { fail } from './errors.js';
-import { resolve, stageReduce, takeStaging, type Msg, type Resolved } from './message.js';
+import { bareType, resolve, stageReduce, takeStaging, type Msg, type Resolved } from './message.js';
 import { native } from './native.js';
-import { checkOp, Op, userOpSpec, userView } from './op.js';
+import { checkOp, Op, opAllows, userOpSpec, userView } from './op.js';
 
 /** MPI_Reduce_local: `inoutbuf = inbuf op inoutbuf`, elementwise. */
 export function reduceLocal(inbuf: Msg, inoutbuf: Msg, op: Op): void {
+  if (quick(inbuf, inoutbuf, op)) return;
   const io = resolve('reduceLocal', 'inoutbuf', inoutbuf);
   const a = resolve('reduceLocal', 'inbuf', inbuf);
   matches('reduceLocal', 'inbuf', a, io);
   checkOp(op, io.type, 'reduceLocal');
   combine(a, io, io, op);
+}
+
+// The common calls, whole TypedArrays of one kind and a predefined op, with
+// the checks of the general path done inline: at 4 KiB the fixed cost of a
+// call is several times the kernel's. False sends the call down the general
+// path (which also reports every error).
+function quick(inbuf: unknown, inoutbuf: unknown, op: unknown): boolean {
+  if (!(op instanceof Op) || !ArrayBuffer.isView(inoutbuf) || !ArrayBuffer.isView(inbuf)) return false;
+  const io = inoutbuf as Uint8Array, a = inbuf as Uint8Array;
+  if (a.constructor !== io.constructor || a.length !== io.length || op.freed) return false;
+  const code = (kernelCodes.get(io.constructor) ?? codesOf(io))[op.id];
+  if (code === undefined || code < 0 || overlaps(a, io)) return false;
+  native.reduceLocal(a, io, io.length, code);
+  return true;
+}
+
+// The same for the three-buffer form; IN_PLACE stands for inoutbuf.
+function quick3(inbuf: unknown, argbuf: unknown, inoutbuf: unknown, op: unknown): boolean {
+  if (argbuf === IN_PLACE) return quick(inbuf === IN_PLACE ? inoutbuf : inbuf, inoutbuf, op);
+  if (!(op instanceof Op) || !ArrayBuffer.isView(inoutbuf) || !ArrayBuffer.isView(argbuf)) return false;
+  const io = inoutbuf as Uint8Array, b = argbuf as Uint8Array, a = (inbuf === IN_PLACE ? io : inbuf) as Uint8Array;
+  if (!ArrayBuffer.isView(a)) return false;
+  const C = io.constructor;
+  if (a.constructor !== C || b.constructor !== C || a.length !== io.length || b.length !== io.length || op.freed) return false;
+  const code = (kernelCodes.get(C) ?? codesOf(io))[op.id];
+  if (code === undefined || code < 0 || overlaps(a, io) || overlaps(b, io)) return false;
+  if (b === io) native.reduceLocal(a, io, io.length, code);
+  else native.reduceLocal(a, b, io, io.length, code);
+  return true;
+}
+
+// An operand may be exactly the output, not overlap it at another offset.
+function overlaps(m: ArrayBufferView, io: ArrayBufferView): boolean {
+  return m.buffer === io.buffer && m.byteOffset !== io.byteOffset &&
+    m.byteOffset < io.byteOffset + io.byteLength && io.byteOffset < m.byteOffset + m.byteLength;
+}
+
+// Per TypedArray class: the kernel code (basic type | op id << 8) of each
+// predefined op on the datatype the array implies, -1 where the op is not
+// defined on it. Empty for classes that imply no predefined type.
+const kernelCodes = new Map<unknown, Int32Array>();
+const predefinedOps = [Op.MAX, Op.MIN, Op.SUM, Op.PROD, Op.LAND, Op.BAND, Op.LOR, Op.BOR, Op.LXOR, Op.BXOR, Op.MAXLOC, Op.MINLOC];
+
+function codesOf(view: ArrayBufferView): Int32Array {
+  const t = view instanceof DataView ? undefined : bareType(view);
+  const codes = new Int32Array(t ? predefinedOps.length : 0).fill(-1);
+  if (t) for (const op of predefinedOps) codes[op.id] = opAllows(op, t) ? t.basic | op.id << 8 : -1;
+  kernelCodes.set(view.constructor, codes);
+  return codes;
 }
 
 /**
@@ -23,6 +73,7 @@ export function reduceLocal(inbuf: Msg, inoutbuf: Msg, op: Op): void {
  * `inoutbuf`; `inbuf` and `argbuf` may be the same buffer.
  */
 export function reduceLocals(inbuf: Msg | typeof IN_PLACE, argbuf: Msg | typeof IN_PLACE, inoutbuf: Msg, op: Op): void {
+  if (quick3(inbuf, argbuf, inoutbuf, op)) return;
   const io = resolve('reduceLocals', 'inoutbuf', inoutbuf);
   const a = inbuf === IN_PLACE ? io : resolve('reduceLocals', 'inbuf', inbuf);
   const b = argbuf === IN_PLACE ? io : resolve('reduceLocals', 'argbuf', argbuf);
@@ -41,7 +92,7 @@ function combine(a: Resolved, b: Resolved, io: Resolved, op: Op): void {
   const t = io.type, user = op.id < 0;
   if (user && (t.predefined || t.contiguous) && callUser(a, b, io, op)) return;
   if (t.predefined || (user && t.contiguous)) {
-    native.reduceLocals(a.view, b.view, io.view, io.count, t.basic, op.id, userOpSpec(op, t));
+    native.reduceLocals(a.view, b.view, io.view, io.count, user ? -1 : t.basic | op.id << 8, userOpSpec(op, t));
     return;
   }
   takeStaging();
@@ -49,7 +100,7 @@ function combine(a: Resolved, b: Resolved, io: Resolved, op: Op): void {
     const ko = stageReduce(io, a === io || b === io ? 'both' : 'recv', user);
     const ka = a === io ? ko : stageReduce(a, 'send', user);
     const kb = b === io ? ko : b === a ? ka : stageReduce(b, 'send', user);
-    native.reduceLocals(ka.view, kb.view, ko.view, ko.count, ko.basic, op.id, userOpSpec(op, t));
+    native.reduceLocals(ka.view, kb.view, ko.view, ko.count, user ? -1 : ko.basic | op.id << 8, userOpSpec(op, t));
   } catch (err) {
     takeStaging();
     throw err;

@@ -41,6 +41,11 @@ const inferred = new Map<unknown, Datatype>([
   [DataView, Datatype.BYTE],
 ]);
 
+/** @internal The datatype a TypedArray of a built-in kind implies, if it is one (no subclasses). */
+export function bareType(view: ArrayBufferView): Datatype | undefined {
+  return inferred.get(view.constructor);
+}
+
 function inferType(view: ArrayBufferView): Datatype {
   const direct = inferred.get(view.constructor);
   if (direct) return direct;

@@ -76,8 +76,15 @@ export interface NativeAddon {
   /** Wakes lane threads holding requests not yet started. */
   kick(): void;
 
-  /** out = a op b over `count` items of basic type `type` (or of a user op). */
-  reduceLocals(a: View, b: View, out: View, count: number, type: number, op: number, user?: UserOpSpec): void;
+  /**
+   * out = a op b over `count` items; `code` is basic type | op id << 8, or -1
+   * for the user op `user`.
+   */
+  reduceLocals(a: View, b: View, out: View, count: number, code: number, user?: UserOpSpec): void;
+  /** out = a op b over `count` items of TypedArrays, a predefined op (`code` as above). */
+  reduceLocal(a: View, b: View, out: View, count: number, code: number): void;
+  /** io = a op io: the same with out = b, one view less to unwrap. */
+  reduceLocal(a: View, io: View, count: number, code: number): void;
 
   // datatypes
   /** Registers a committed datatype's description (lib/datatype.ts `serialize`); returns its handle. */

@@ -92,11 +92,16 @@ export class Op {
   static readonly NO_OP = new Op(13, 'NO_OP', false);
 }
 
+/** @internal Whether predefined `op` is defined on `dt`. */
+export function opAllows(op: Op, dt: Datatype): boolean {
+  return allowed[op.name]?.includes(dt.category) ?? false;
+}
+
 /** Checks that `op` applies to `dt` in `call`; throws ERR_OP otherwise. */
 export function checkOp(op: unknown, dt: Datatype, call: string): Op {
   if (!(op instanceof Op)) fail('ERR_OP', call, `op must be an Op (e.g. Op.SUM), got ${op === null ? 'null' : typeof op}`);
   if (op.freed) fail('ERR_OP', call, `op ${op.name} has been freed`);
-  if (op.id >= 0 && !allowed[op.name]?.includes(dt.category)) {
+  if (op.id >= 0 && !opAllows(op, dt)) {
     const why = op.name === 'REPLACE' || op.name === 'NO_OP' ? ' (it is only for one-sided accumulate)' : '';
     fail('ERR_OP', call, `op ${op.name} is not defined for datatype ${dt.name}${why}`);
   }
