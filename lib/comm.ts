@@ -2,6 +2,7 @@
  * Communicators (MPI_Comm) and their blocking collectives. Every argument is
  * checked here, before the native call sends anything.
  */
+import { offHeap } from './args.js';
 import { COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, UNDEFINED, UNEQUAL } from './constants.js';
 import type { Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
@@ -305,7 +306,7 @@ export class Comm {
       const r = stageMoveV(resolveV('gatherv', 'receive spec', recv, this.#size), send === IN_PLACE ? 'both' : 'recv');
       const s = send === IN_PLACE ? null : stageMove(resolve('gatherv', 'send buffer', send), 'send');
       if (s) sameBytes('gatherv', s, blockOf(r, root));
-      return native.gatherv(h, s && s.view, s ? s.bytes : 0, r.view, r.bytes, r.displs, root, mode);
+      return native.gatherv(h, s && s.view, s ? s.bytes : 0, r.view, offHeap(0, r.bytes), offHeap(1, r.displs), root, mode);
     } else {
       const s = stageMove(resolve('gatherv', 'send buffer', notInPlace('gatherv', 'send buffer', send, 'the root')), 'send');
       return native.gatherv(h, s.view, s.bytes, null, null, null, root, mode);
@@ -319,7 +320,7 @@ export class Comm {
       const sv = stageMoveV(resolveV('scatterv', 'send spec', send, this.#size), 'send');
       const r = recv === IN_PLACE ? null : stageMove(resolve('scatterv', 'receive buffer', recv), 'recv');
       if (r) sameBytes('scatterv', blockOf(sv, root), r);
-      return native.scatterv(h, sv.view, sv.bytes, sv.displs, r && r.view, r ? r.bytes : 0, root, mode);
+      return native.scatterv(h, sv.view, offHeap(0, sv.bytes), offHeap(1, sv.displs), r && r.view, r ? r.bytes : 0, root, mode);
     } else {
       const r = stageMove(resolve('scatterv', 'receive buffer', notInPlace('scatterv', 'receive buffer', recv, 'the root')), 'recv');
       return native.scatterv(h, null, null, null, r.view, r.bytes, root, mode);
@@ -331,21 +332,21 @@ export class Comm {
     const r = stageMoveV(resolveV('allgatherv', 'receive spec', recv, this.#size), send === IN_PLACE ? 'both' : 'recv');
     const s = send === IN_PLACE ? null : stageMove(resolve('allgatherv', 'send buffer', send), 'send');
     if (s) sameBytes('allgatherv', s, blockOf(r, this.#rank));
-    return native.allgatherv(h, s && s.view, s ? s.bytes : 0, r.view, r.bytes, r.displs, mode);
+    return native.allgatherv(h, s && s.view, s ? s.bytes : 0, r.view, offHeap(0, r.bytes), offHeap(1, r.displs), mode);
   }
 
   #alltoallv(mode: Mode, send: VMsg | typeof IN_PLACE, recv: VMsg): unknown {
     const h = this.handle;
     const r = stageMoveV(resolveV('alltoallv', 'receive spec', recv, this.#size), send === IN_PLACE ? 'both' : 'recv');
     const s = send === IN_PLACE ? null : stageMoveV(resolveV('alltoallv', 'send spec', send, this.#size), 'send');
-    return native.alltoallv(h, s && s.view, s && s.bytes, s && s.displs, r.view, r.bytes, r.displs, mode);
+    return native.alltoallv(h, s && s.view, offHeap(0, s && s.bytes), offHeap(1, s && s.displs), r.view, offHeap(2, r.bytes), offHeap(3, r.displs), mode);
   }
 
   #alltoallw(mode: Mode, send: WMsg | typeof IN_PLACE, recv: WMsg): unknown {
     const h = this.handle;
     const r = stageMoveV(resolveW('alltoallw', 'receive spec', recv, this.#size), send === IN_PLACE ? 'both' : 'recv');
     const s = send === IN_PLACE ? null : stageMoveV(resolveW('alltoallw', 'send spec', send, this.#size), 'send');
-    return native.alltoallv(h, s && s.view, s && s.bytes, s && s.displs, r.view, r.bytes, r.displs, mode);
+    return native.alltoallv(h, s && s.view, offHeap(0, s && s.bytes), offHeap(1, s && s.displs), r.view, offHeap(2, r.bytes), offHeap(3, r.displs), mode);
   }
 
   #reduceScatter(mode: Mode, send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): unknown {
@@ -368,7 +369,7 @@ export class Comm {
     // so receive items past them stay as they were.
     const rr = stageReduce({ ...r, count: need }, s ? 'recv' : 'both', user), ss = s && stageReduce(s, 'send', user);
     const per = kernelItems(r.type, user);
-    return native.reduceScatter(h, ss && ss.view, rr.view, Float64Array.from(counts, (c) => c * per), rr.basic, op.id, userOpSpec(op, r.type), mode);
+    return native.reduceScatter(h, ss && ss.view, rr.view, offHeap(0, Float64Array.from(counts, (c) => c * per)), rr.basic, op.id, userOpSpec(op, r.type), mode);
   }
 
   #reduceScatterBlock(mode: Mode, send: SendSpec, recv: Msg, op: Op = Op.SUM): unknown {
@@ -388,7 +389,7 @@ export class Comm {
     const total = send === IN_PLACE ? count * this.#size : count;
     const rr = stageReduce({ ...r, count: total }, s ? 'recv' : 'both', user), ss = s && stageReduce({ ...s, count: count * this.#size }, 'send', user);
     const counts = new Float64Array(this.#size).fill(count * kernelItems(r.type, user));
-    return native.reduceScatter(h, ss && ss.view, rr.view, counts, rr.basic, op.id, userOpSpec(op, r.type), mode);
+    return native.reduceScatter(h, ss && ss.view, rr.view, offHeap(0, counts), rr.basic, op.id, userOpSpec(op, r.type), mode);
   }
 
   #scan(mode: Mode, send: SendSpec, recv: Msg, op: Op = Op.SUM): unknown {
