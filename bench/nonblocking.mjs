@@ -42,6 +42,8 @@ const OVERLAP_VARIANTS = [
   ['both_plain', 'comp_plain', '`iallreduce`, compute never yields'],
   ['pboth_yield', 'comp_yield', 'persistent `start()`, compute yields every chunk'],
   ['pboth_plain', 'comp_plain', 'persistent `start()`, compute never yields'],
+  ['both_half', 'comp_half', '`iallreduce`, only rank 0 computes (never yields)'],
+  ['both_io', 'io_wait', '`iallreduce` while awaiting I/O-like timers'],
 ];
 const LATE_SCENARIOS = [
   ['await_iallreduce_8B', '`await iallreduce` 8 B', true],
@@ -400,6 +402,10 @@ allreduce:
 - t_both: start the collective, run the same compute, then \`await\` the
   request; with and without yielding between chunks, and the same with a
   persistent request (\`req.start()\` instead of \`iallreduce\`).
+- two more variants leave CPU to spare: only rank 0 computes (the others
+  start the collective and await it), and instead of computing every rank
+  awaits timers for t_coll in ~${j.chunkMs} ms steps, as a job waiting for I/O
+  would (t_comp is then the timers alone).
 - fraction hidden = (t_coll + t_comp − t_both) / min(t_coll, t_comp), clamped
   to [0, 1]; 1 means the shorter of the two was completely hidden.
 - left after the compute: time from the end of the compute to completion,

@@ -206,6 +206,14 @@ async function computeYield(total, chunk) {
   }
 }
 
+// An I/O-like wait: timers in chunks, the main thread idle in the event loop.
+async function ioWait(ms, chunkMs) {
+  const end = performance.now() + ms;
+  for (let left = ms; left > 0.05; left = end - performance.now()) {
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(chunkMs, left))));
+  }
+}
+
 async function overlap(o) {
   const count = o.overlapBytes / 8;
   const b = makeBuffers('allreduce', count, rank, n);
@@ -291,6 +299,21 @@ async function overlap(o) {
       preq.start();
       computePlain(total, chunk);
       await awaitTail(preq);
+    }),
+    // Only rank 0 computes: with a core to spare, the progress threads can
+    // run the collective while the compute runs.
+    comp_half: () => timed(null, () => { if (rank === 0) computePlain(total, chunk); }),
+    both_half: () => timed('both_half', async () => {
+      const req = world.iallreduce(b.send, b.recv, SUM);
+      if (rank === 0) computePlain(total, chunk);
+      await awaitTail(req);
+    }),
+    // Waiting for I/O instead of computing (timers stand in for it).
+    io_wait: () => timed(null, () => ioWait(tCollMs, o.chunkMs)),
+    both_io: () => timed('both_io', async () => {
+      const req = world.iallreduce(b.send, b.recv, SUM);
+      await ioWait(tCollMs, o.chunkMs);
+      await awaitTail(req);
     }),
   };
   const names = Object.keys(kinds);
