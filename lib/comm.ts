@@ -6,7 +6,7 @@ import { COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, UNDEFINED, UNEQUAL } from
 import type { Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
 import {
-  resolve, resolveBlocks, resolveV, resolveW, stageMove, stageMoveV, stageReduce, takeStaging,
+  beginStaging, releaseStaging, resolve, resolveBlocks, resolveV, resolveW, stageMove, stageMoveV, stageReduce, takeStaging,
   type Msg, type Resolved, type VMsg, type WMsg,
 } from './message.js';
 import { native } from './native.js';
@@ -670,19 +670,24 @@ export class Comm {
    * arguments, with the packing and unpacking its datatypes need around it.
    */
   _run(name: CollectiveName, mode: Mode, ...args: unknown[]): unknown {
-    takeStaging();
+    beginStaging(mode === Mode.BLOCKING);
     let result: unknown;
     try {
       result = this._collective(name, mode, args);
     } catch (err) {
-      takeStaging();
+      // Nothing is in flight after a failed call (blocking or not started).
+      releaseStaging(takeStaging());
       throw err;
     }
     // Derived datatypes: unpack now, or when the request completes.
     const st = takeStaging();
     if (st) {
-      if (mode === Mode.BLOCKING) for (const f of st.after) f();
-      else setNextHooks(st);
+      if (mode === Mode.BLOCKING) {
+        for (const f of st.after) f();
+        releaseStaging(st);
+      } else {
+        setNextHooks(st);
+      }
     }
     return result;
   }
