@@ -338,6 +338,27 @@ function bytesOf(view: ArrayBufferView, offset: number, length: number): Uint8Ar
   return new Uint8Array(view.buffer, view.byteOffset + offset, length);
 }
 
+/**
+ * A message as a collective that packs and unpacks chunk by chunk takes it
+ * (bcast, allgather): the user's own buffer, with the datatype handle and
+ * item count when it is not dense (type 0: plain bytes). `bytes` is the
+ * stream per block: count × size, or count × extent for dense types.
+ */
+export interface Fused {
+  readonly view: ArrayBufferView;
+  readonly bytes: number;
+  readonly type: number;
+  /** Items in the whole buffer: count × blocks. */
+  readonly count: number;
+}
+
+/** @internal The fused form of a resolved message: no wire buffer, no staging. */
+export function fuseMove(m: Resolved, blocks = 1): Fused {
+  const t = m.type;
+  if (t.contiguous) return { view: m.view, bytes: m.bytes, type: 0, count: 0 };
+  return { view: m.view, bytes: m.count * t.size, type: t.handle, count: m.count * blocks };
+}
+
 /** @internal The wire form of a resolved message for data movement. */
 export function stageMove(m: Resolved, side: Side, blocks = 1): Resolved {
   const t = m.type;
