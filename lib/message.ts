@@ -256,8 +256,10 @@ export function resolveW(call: string, what: string, spec: unknown, n: number): 
 
 // ---- Staging: derived datatypes in collectives ------------------------------
 //
-// The native collectives move contiguous bytes and reduce dense arrays of one
-// basic type. A message whose datatype is not plain bytes travels as its
+// bcast and allgather take a derived type as it is (fuseMove: the core packs
+// and unpacks it chunk by chunk in its slots). The other native collectives
+// move contiguous bytes and reduce dense arrays of one basic type. There, a
+// message whose datatype is not plain bytes travels as its
 // packed stream (count × size bytes, type-map order, so that only type
 // signatures need match between ranks); a reduction on a derived type runs
 // on its elements in kernel layout. The collective records what to do around
