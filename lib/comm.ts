@@ -7,7 +7,7 @@ import { COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, UNDEFINED, UNEQUAL } from
 import type { Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
 import {
-  resolve, resolveBlocks, resolveV, resolveW, stageMove, stageMoveV, stageReduce, takeStaging,
+  beginStaging, fuseMove, releaseStaging, resolve, resolveBlocks, resolveV, resolveW, stageMove, stageMoveV, stageReduce, takeStaging,
   type Msg, type Resolved, type VMsg, type WMsg,
 } from './message.js';
 import { native } from './native.js';
@@ -191,7 +191,7 @@ export class Comm {
     // As doubles: any integer color or key is honoured exactly, never
     // wrapped to 32 bits on some ranks and not on others.
     const pairs = new Float64Array(2 * n);
-    native.allgather(h, Float64Array.of(color, key), pairs, 16, Mode.BLOCKING);
+    native.allgather(h, Float64Array.of(color, key), pairs, 16, 0, 0, 0, 0, Mode.BLOCKING);
     const members: number[] = [];
     if (color !== UNDEFINED) {
       for (let r = 0; r < n; r++) if (pairs[2 * r] === color) members.push(r);
@@ -200,7 +200,7 @@ export class Comm {
     const leader = members[0] === me;
     const id = leader ? native.ctxAlloc(members.length) : 0;
     const ids = new Int32Array(n);
-    native.allgather(h, Int32Array.of(id), ids, 4, Mode.BLOCKING);
+    native.allgather(h, Int32Array.of(id), ids, 4, 0, 0, 0, 0, Mode.BLOCKING);
     if (color === UNDEFINED) return null;
     const ctx = ids[members[0]!]!;
     if (ctx < 0) {
@@ -219,10 +219,10 @@ export class Comm {
   #bcast(mode: Mode, buf: Msg, root = 0): unknown {
     const h = this.handle;
     this.#checkRoot('bcast', root);
-    // The root only sends and the others only receive: no rank packs or
-    // unpacks a derived type more than once.
-    const m = stageMove(resolve('bcast', 'buffer', buf), this.#rank === root ? 'send' : 'recv');
-    return native.bcast(h, m.view, m.bytes, root, mode);
+    // A derived type is packed by the root and unpacked by the others
+    // chunk by chunk, straight to and from the shared-memory slots.
+    const m = fuseMove(resolve('bcast', 'buffer', buf));
+    return native.bcast(h, m.view, m.bytes, root, m.type, m.count, mode);
   }
 
   #gather(mode: Mode, send: SendSpec, recv: Msg | null, root = 0): unknown {
@@ -255,10 +255,10 @@ export class Comm {
 
   #allgather(mode: Mode, send: SendSpec, recv: Msg): unknown {
     const h = this.handle;
-    const r = stageMove(resolveBlocks('allgather', 'receive buffer', recv, this.#size), send === IN_PLACE ? 'both' : 'recv', this.#size);
-    const s = send === IN_PLACE ? null : stageMove(resolve('allgather', 'send buffer', send), 'send');
+    const r = fuseMove(resolveBlocks('allgather', 'receive buffer', recv, this.#size), this.#size);
+    const s = send === IN_PLACE ? null : fuseMove(resolve('allgather', 'send buffer', send));
     if (s) sameBytes('allgather', s, r);
-    return native.allgather(h, s && s.view, r.view, r.bytes, mode);
+    return native.allgather(h, s && s.view, r.view, r.bytes, s ? s.type : 0, s ? s.count : 0, r.type, r.count, mode);
   }
 
   #alltoall(mode: Mode, send: SendSpec, recv: Msg): unknown {
@@ -671,19 +671,24 @@ export class Comm {
    * arguments, with the packing and unpacking its datatypes need around it.
    */
   _run(name: CollectiveName, mode: Mode, ...args: unknown[]): unknown {
-    takeStaging();
+    beginStaging(mode === Mode.BLOCKING);
     let result: unknown;
     try {
       result = this._collective(name, mode, args);
     } catch (err) {
-      takeStaging();
+      // Nothing is in flight after a failed call (blocking or not started).
+      releaseStaging(takeStaging());
       throw err;
     }
     // Derived datatypes: unpack now, or when the request completes.
     const st = takeStaging();
     if (st) {
-      if (mode === Mode.BLOCKING) for (const f of st.after) f();
-      else setNextHooks(st);
+      if (mode === Mode.BLOCKING) {
+        for (const f of st.after) f();
+        releaseStaging(st);
+      } else {
+        setNextHooks(st);
+      }
     }
     return result;
   }
@@ -749,7 +754,7 @@ function notInPlace<T>(call: string, what: string, spec: T | typeof IN_PLACE, wh
 }
 
 // The send and receive sides of one rank must carry the same number of bytes.
-function sameBytes(call: string, send: Resolved, recv: Resolved): void {
+function sameBytes(call: string, send: { bytes: number }, recv: { bytes: number }): void {
   if (send.bytes > recv.bytes) {
     fail('ERR_TRUNCATE', call, `send buffer carries ${send.bytes} bytes but a receive block holds only ${recv.bytes}`);
   }

@@ -79,7 +79,7 @@ export class Intercomm extends Comm implements IntercommShape {
     const h = this.handle;
     const n = this.#local.size + this.#remote.size;
     const flags = new Int32Array(n);
-    native.allgather(h, Int32Array.of(high ? 1 : 0), flags, 4, Mode.BLOCKING);
+    native.allgather(h, Int32Array.of(high ? 1 : 0), flags, 4, 0, 0, 0, 0, Mode.BLOCKING);
     const localHigh = flags[this.#base(true)] === 1, remoteHigh = flags[this.#base(false)] === 1;
     const localFirst = localHigh === remoteHigh ? this.#low : !localHigh;
     const world = localFirst ? [...this.#local.worldRanks, ...this.#remote.worldRanks] : [...this.#remote.worldRanks, ...this.#local.worldRanks];
@@ -344,7 +344,7 @@ export class Intercomm extends Comm implements IntercommShape {
     const n = this.#local.size + this.#remote.size;
     const id = members > 0 ? native.ctxAlloc(members) : 0;
     const ids = new Int32Array(n);
-    native.allgather(h, Int32Array.of(id), ids, 4, Mode.BLOCKING);
+    native.allgather(h, Int32Array.of(id), ids, 4, 0, 0, 0, 0, Mode.BLOCKING);
     const ctx = Math.max(...ids) > 0 ? Math.max(...ids) : Math.min(...ids);
     if (ctx < 0) fail('ERR_OTHER', call, `no communicator context is free (${CONTEXTS - 1} may exist at once)`);
     return ctx;

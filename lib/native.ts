@@ -25,10 +25,17 @@ export interface NativeAddon {
   // Every collective takes a trailing mode (0 blocking, 1 nonblocking,
   // 2 persistent) and returns a request or template id for modes 1 and 2.
   barrier(comm: number, mode: number): number | undefined;
-  bcast(comm: number, buf: View, bytes: number, root: number, mode: number): number | undefined;
+  /**
+   * `type` 0: `buf` is `bytes` plain bytes. Otherwise a datatype handle:
+   * `buf` holds `count` items of it (origin at byte 0), whose packed stream
+   * (`bytes` long) is what travels.
+   */
+  bcast(comm: number, buf: View, bytes: number, root: number, type: number, count: number, mode: number): number | undefined;
   gather(comm: number, send: View | null, recv: View | null, bytes: number, root: number, mode: number): number | undefined;
   scatter(comm: number, send: View | null, recv: View | null, bytes: number, root: number, mode: number): number | undefined;
-  allgather(comm: number, send: View | null, recv: View, bytes: number, mode: number): number | undefined;
+  /** Types and counts as for bcast; `bytes` is one block's stream, `recvCount` the items of all blocks. */
+  allgather(comm: number, send: View | null, recv: View, bytes: number, sendType: number, sendCount: number,
+    recvType: number, recvCount: number, mode: number): number | undefined;
   alltoall(comm: number, send: View | null, recv: View, bytes: number, mode: number): number | undefined;
   /** op -1 is a user-defined op described by `user`. */
   reduce(comm: number, send: View | null, recv: View | null, count: number, type: number, op: number, root: number,

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "core/coll/coll.h"
+#include "core/datatype/pack.h"
+#include "core/error.h"
 #include "napi/args.h"
 #include "napi/state.h"
 #include "napi/progress.h"
@@ -47,6 +49,35 @@ inline coll::Combiner combiner_arg(const Napi::CallbackInfo& info, size_t type_i
   c.op_id = int32_t(op);
   c.type_id = type + 1;
   return c;
+}
+
+// A message buffer (argument `buf_i`) as the data path takes it: plain
+// bytes when the datatype handle (argument `type_i`) is 0, else `count`
+// items (argument `type_i + 1`) of that committed datatype, whose packed
+// stream must be `bytes` long. Either way nothing outside the buffer can be
+// touched. `optional`: null/undefined is an absent buffer (IN_PLACE).
+inline coll::Layout layout_arg(const Napi::CallbackInfo& info, size_t buf_i, size_t type_i, size_t bytes,
+                               bool optional, const char* call, const char* what) {
+  uint32_t handle = u32_arg(info, type_i);
+  Bytes b = bytes_arg(info, buf_i, call, what);
+  if (!b.data && optional) return coll::Layout();
+  if (handle == 0) return coll::Layout(need_bytes(info, buf_i, bytes, call, what).data);
+  if (!b.data) need_bytes(info, buf_i, bytes, call, what);
+  size_t count = size_arg(info, type_i + 1, call, "item count");
+  try {
+    std::shared_ptr<const datatype::Typemap> type = State::of(info.Env()).types.get(handle);
+    if (datatype::stream_bytes(*type, count) != bytes) {
+      throw CoreError(ErrorClass::COUNT, std::string(what) + ": " + std::to_string(count) + " items make " +
+                                             std::to_string(datatype::stream_bytes(*type, count)) +
+                                             " bytes of stream, not " + std::to_string(bytes));
+    }
+    datatype::UserBuffer user{b.data, b.length, 0};
+    int64_t lo, hi;
+    datatype::touched(*type, user, count, lo, hi);
+    return coll::Layout(std::move(type), user, count);
+  } catch (const CoreError& e) {
+    throw_mpi(info.Env(), e.error_class(), std::string(call) + ": " + e.what());
+  }
 }
 
 // The communicator handle (argument 0) for the job.

@@ -21,14 +21,15 @@ Napi::Value Barrier(const Napi::CallbackInfo& info) {
   return dispatch(info, {comm_handle(info), [c] { coll::barrier(*c); }, nullptr});
 }
 
-// bcast(h, buf, bytes, root, mode)
+// bcast(h, buf, bytes, root, type, count, mode): type 0 for plain bytes,
+// else a datatype handle and the item count (bytes is then the stream).
 Napi::Value Bcast(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "bcast");
   size_t bytes = size_arg(info, 2, "bcast", "byte count");
-  Bytes buf = need_bytes(info, 1, bytes, "bcast", "buffer");
+  coll::Layout buf = layout_arg(info, 1, 4, bytes, false, "bcast", "buffer");
   uint32_t root = root_arg(info, 3, c, "bcast");
   coll::Context* cp = &c;
-  return dispatch(info, {comm_handle(info), [cp, buf, bytes, root] { coll::bcast(*cp, buf.data, bytes, root); }, nullptr});
+  return dispatch(info, {comm_handle(info), [cp, buf, bytes, root] { coll::bcast(*cp, buf, bytes, root); }, nullptr});
 }
 
 // gather(h, send|null, recv|null, bytes, root, mode)
@@ -57,15 +58,16 @@ Napi::Value Scatter(const Napi::CallbackInfo& info) {
   return dispatch(info, {comm_handle(info), [=] { coll::scatter(*cp, send.data, recv.data, bytes, root); }, nullptr});
 }
 
-// allgather(h, send|null, recv, bytes, mode)
+// allgather(h, send|null, recv, bytes, sendType, sendCount, recvType,
+// recvCount, mode): types as for bcast; bytes is one block's stream, and
+// recvCount counts the items of all blocks.
 Napi::Value Allgather(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "allgather");
   size_t bytes = size_arg(info, 3, "allgather", "byte count");
-  Bytes send = bytes_arg(info, 1, "allgather", "send buffer");
-  if (send.data && send.length < bytes) need_bytes(info, 1, bytes, "allgather", "send buffer");
-  Bytes recv = need_bytes(info, 2, bytes * c.size(), "allgather", "receive buffer");
+  coll::Layout send = layout_arg(info, 1, 4, bytes, true, "allgather", "send buffer");
+  coll::Layout recv = layout_arg(info, 2, 6, bytes * c.size(), false, "allgather", "receive buffer");
   coll::Context* cp = &c;
-  return dispatch(info, {comm_handle(info), [=] { coll::allgather(*cp, send.data, recv.data, bytes); }, nullptr});
+  return dispatch(info, {comm_handle(info), [=] { coll::allgather(*cp, send, recv, bytes); }, nullptr});
 }
 
 // alltoall(h, send|null, recv, bytes, mode)

@@ -1,6 +1,6 @@
 // Datatype entry points: committing a description (lib/datatype.ts builds
 // it), releasing it, and packing/unpacking with it. The registry lives per
-// environment, owned by these functions' data and freed by a cleanup hook.
+// environment, in its State.
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -146,8 +146,9 @@ Napi::Value TypeUnpack(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void register_datatype(Napi::Env env, Napi::Object exports) {
-  auto* reg = new datatype::Registry;
-  env.AddCleanupHook([reg] { delete reg; });
+  // The collectives take datatypes too (napi/comm_args.h): the registry
+  // lives in the environment's State.
+  auto* reg = &State::of(env).types;
   exports.Set("typeCommit", Napi::Function::New(env, TypeCommit, "typeCommit", reg));
   exports.Set("typeRelease", Napi::Function::New(env, TypeRelease, "typeRelease", reg));
   exports.Set("typeDescribe", Napi::Function::New(env, TypeDescribe, "typeDescribe", reg));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/coll/context.h"
+#include "core/datatype/registry.h"
 #include "core/transport/segment.h"
 
 namespace nodempi::napi {
@@ -26,6 +27,7 @@ struct State {
   std::vector<std::unique_ptr<transport::Segment>> launched;
   Napi::FunctionReference make_error;  // (errorClass, message, cause) => MPIError
   Progress* progress = nullptr;        // created at the first nonblocking call
+  datatype::Registry types;            // committed datatypes by handle
   bool keep_segment = false;           // a progress thread may still use it
   std::unique_ptr<UserScratch> user_scratch;
 

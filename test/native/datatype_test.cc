@@ -15,6 +15,7 @@
 //      naively; unpack leaves every byte outside the type map untouched;
 //   3. chunked packing (any stream range) equals the whole;
 //   4. counts up to 1e6, including the root loop merged across items;
+//      every fixed-size and wide block copy, at strides of both signs;
 //   5. errors: buffers too small or an origin that puts data outside them
 //      (BUFFER), short streams (TRUNCATE), overflowing counts (COUNT),
 //      malformed descriptions (TYPE), unknown handles (TYPE).
@@ -217,6 +218,43 @@ static void chunked(const Typemap& t, size_t count, size_t length, int64_t origi
 }
 
 // ---- 1, 2, 3: the shapes ----------------------------------------------------------
+
+// Every block length the packer copies with a fixed-size move (1, 2, 4, 8,
+// 12, 16, 24, 32), one it does not (40), at strides that take its wide
+// 8-byte paths (16 and 32: masked stores; any stride: four blocks per store)
+// and ones that do not, negative included; counts around the widths of
+// those paths (their tails), whole and in chunks, single vectors and items
+// that continue the root loop.
+static void test_block_sizes() {
+  for (int64_t len : {1, 2, 4, 8, 12, 16, 24, 32, 40}) {
+    for (int64_t gap : {0, 8, 16, 24, 56}) {
+      for (int sign : {1, -1}) {
+        const int64_t stride = sign * (len + gap);
+        for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 9, 33}) {
+          g_context = "vector(" + std::to_string(n) + ", block " + std::to_string(len) + ", stride " +
+                      std::to_string(stride) + ")";
+          Desc d;
+          d.vector(0, n, stride, d.block(0, len));
+          const int64_t lo = std::min<int64_t>(0, (n - 1) * stride), hi = std::max<int64_t>(0, (n - 1) * stride) + len;
+          // extent hi - lo: items follow one another; n * stride: a positive
+          // stride lets them continue one vector.
+          for (int64_t extent : {hi - lo, sign > 0 ? n * stride : hi - lo}) {
+            Typemap t = d.make(extent, n * len, lo, hi);
+            for (size_t count : {1, 2, 3}) {
+              int64_t span_lo, span_hi;
+              t.span(count, span_lo, span_hi);
+              round_trip(t, count, size_t(span_hi - span_lo), -span_lo);
+            }
+            int64_t c_lo, c_hi;
+            t.span(3, c_lo, c_hi);
+            chunked(t, 3, size_t(c_hi - c_lo), -c_lo, unsigned(n * 131 + len));
+          }
+        }
+      }
+    }
+  }
+}
+
 
 // Datatype.vector(3, 2, -4, DOUBLE): blocks of 16 bytes at 0, -32, -64.
 static void test_negative_stride() {
@@ -677,6 +715,7 @@ static void bench() {
 }
 
 int main(int argc, char** argv) try {
+  test_block_sizes();
   test_negative_stride();
   test_indexed_unsorted();
   test_struct_padding();

@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <cstring>
 
 #include "core/coll/coll.h"
 #include "core/coll/direct.h"
@@ -9,17 +8,19 @@ namespace nodempi::coll {
 
 // allgather_direct (large blocks, direct.h): every rank reads each peer's
 // block from where that peer keeps it (its send buffer, or its own block of
-// its receive buffer when IN_PLACE, which it never overwrites).
+// its receive buffer when IN_PLACE, which it never overwrites); derived
+// types through packed copies.
 // allgather_flat: for each chunk of every block:
-//   1. every rank waits until its half is free, copies its chunk in, posts;
-//   2. every rank copies each peer's chunk into that peer's block.
-// IN_PLACE reads this rank's block from recv.
-void allgather(Context& c, const void* send, void* recv, size_t bytes) {
+//   1. every rank waits until its half is free, packs its chunk in, posts;
+//      with a send buffer it also unpacks that chunk into its own block;
+//   2. every rank unpacks each peer's chunk into that peer's block.
+// IN_PLACE (send absent) reads this rank's block from recv. `bytes` is one
+// block's stream; recv holds size() blocks, block r at stream byte r x bytes.
+void allgather(Context& c, const Layout& send, const Layout& recv, size_t bytes) {
   const uint32_t n = c.size(), me = c.rank();
-  auto* out = static_cast<uint8_t*>(recv);
-  auto* in = send ? static_cast<const uint8_t*>(send) : out + size_t(me) * bytes;
+  const uint64_t mine = uint64_t(me) * bytes;
   if (n == 1) {
-    if (send && bytes) std::memcpy(out, in, bytes);
+    if (!send.absent()) copy(send, 0, recv, 0, bytes);
     return;
   }
   const size_t chunk = c.half_bytes();
@@ -28,15 +29,27 @@ void allgather(Context& c, const void* send, void* recv, size_t bytes) {
   sig.bytes = bytes;
   sig.check_bytes = 1;
   Direct d(c, bytes);
-  if (d.large() && d.sign(sig, in, nullptr, "allgather")) {
-    bool ok = true;
-    for (uint32_t i = 1; i < n && ok; ++i) {
-      uint32_t r = (me + i) % n;
-      ok = transport::cma_read(d.pid(r), out + size_t(r) * bytes, d.a(r), bytes);
-    }
-    if (d.finish(ok, "allgather")) {
-      if (send) std::memcpy(out + size_t(me) * bytes, in, bytes);
-      return;
+  if (d.large()) {
+    Flat in(send.absent() ? recv : send, send.absent() ? mine : 0, bytes);
+    Flat out(recv, 0, bytes * n);
+    in.load();
+    if (d.sign(sig, in.data(), nullptr, "allgather")) {
+      bool ok = true;
+      for (uint32_t i = 1; i < n && ok; ++i) {
+        uint32_t r = (me + i) % n;
+        ok = transport::cma_read(d.pid(r), out.data() + size_t(r) * bytes, d.a(r), bytes);
+      }
+      if (d.finish(ok, "allgather")) {
+        // A scratch `out` got only the peers' blocks; this rank's own
+        // block comes from its send buffer (or is already in place).
+        if (!recv.contiguous()) {
+          for (uint32_t r = 0; r < n; ++r) {
+            if (r != me) recv.write(uint64_t(r) * bytes, bytes, out.data() + size_t(r) * bytes);
+          }
+        }
+        if (!send.absent()) copy(send, 0, recv, mine, bytes);
+        return;
+      }
     }
   }
   size_t off = 0;
@@ -45,18 +58,24 @@ void allgather(Context& c, const void* send, void* recv, size_t bytes) {
     const bool first = off == 0 && !d.signed_();
     uint32_t s = first ? c.open(sig, "allgather") : c.next_phase();
     if (!first) c.acquire_slot(s, "allgather");
-    if (len) std::memcpy(c.slot(me, s), in + off, len);
+    uint8_t* slot = c.slot(me, s);
+    if (send.absent()) {
+      recv.read(mine + off, len, slot);
+    } else {
+      send.read(off, len, slot);
+    }
     c.post(s);
     if (first) c.agree(s, "allgather");
+    // Our own chunk, from the slot while it is hot in cache.
+    if (!send.absent()) recv.write(mine + off, len, slot);
     for (uint32_t i = 1; i < n; ++i) {
       // Start with the next rank so the ranks do not all read one slot at once.
       uint32_t r = (me + i) % n;
       c.wait(r, s, "allgather");
-      if (len) std::memcpy(out + size_t(r) * bytes + off, c.slot(r, s), len);
+      recv.write(uint64_t(r) * bytes + off, len, c.slot(r, s));
     }
     off += len;
   } while (off < bytes);
-  if (send && bytes) std::memcpy(out + size_t(me) * bytes, in, bytes);
 }
 
 }  // namespace nodempi::coll

@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <cstring>
 
 #include "core/coll/coll.h"
 #include "core/coll/direct.h"
@@ -8,15 +7,15 @@
 namespace nodempi::coll {
 
 // bcast_direct (large messages, direct.h): every other rank reads the
-// root's buffer in one copy.
+// root's buffer in one copy (a derived type through a packed copy).
 // bcast_pipelined: for each chunk of at most one slot half (at least one
 // phase, so a zero-byte bcast still matches up):
-//   1. the root waits until its half is free, copies the chunk in, posts;
-//   2. the others post, wait for the root and copy the chunk out.
+//   1. the root waits until its half is free, packs the chunk in, posts;
+//   2. the others post, wait for the root and unpack the chunk out.
 // Readers drain chunk k while the root fills chunk k+1 in the other half.
-void bcast(Context& c, void* buf, size_t bytes, uint32_t root) {
+// `bytes` is the stream: count x size for a derived type.
+void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
   if (c.size() == 1) return;
-  auto* data = static_cast<uint8_t*>(buf);
   const size_t chunk = c.half_bytes();
   Signature sig;
   sig.kind = BCAST;
@@ -24,9 +23,16 @@ void bcast(Context& c, void* buf, size_t bytes, uint32_t root) {
   sig.bytes = bytes;
   sig.check_bytes = 1;
   Direct d(c, bytes);
-  if (d.large() && d.sign(sig, buf, nullptr, "bcast")) {
-    bool ok = c.rank() == root || transport::cma_read(d.pid(root), data, d.a(root), bytes);
-    if (d.finish(ok, "bcast")) return;
+  if (d.large()) {
+    Flat flat(buf, 0, bytes);
+    if (c.rank() == root) flat.load();
+    if (d.sign(sig, flat.data(), nullptr, "bcast")) {
+      bool ok = c.rank() == root || transport::cma_read(d.pid(root), flat.data(), d.a(root), bytes);
+      if (d.finish(ok, "bcast")) {
+        if (c.rank() != root) flat.store();
+        return;
+      }
+    }
   }
   size_t off = 0;
   do {
@@ -35,7 +41,7 @@ void bcast(Context& c, void* buf, size_t bytes, uint32_t root) {
     uint32_t s = first ? c.open(sig, "bcast") : c.next_phase();
     if (c.rank() == root) {
       if (!first) c.acquire_slot(s, "bcast");
-      if (len) std::memcpy(c.slot(root, s), data + off, len);
+      buf.read(off, len, c.slot(root, s));
       c.post(s);
       if (first) c.agree(s, "bcast");
     } else {
@@ -45,7 +51,7 @@ void bcast(Context& c, void* buf, size_t bytes, uint32_t root) {
       } else {
         c.wait(root, s, "bcast");
       }
-      if (len) std::memcpy(data + off, c.slot(root, s), len);
+      buf.write(off, len, c.slot(root, s));
     }
     off += len;
   } while (off < bytes);

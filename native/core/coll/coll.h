@@ -1,12 +1,15 @@
-// Blocking collectives on a Context. Buffers are contiguous bytes; the
-// TypeScript layer has already checked sizes, counts and roots. A null send
-// buffer means MPI_IN_PLACE (the data is in the receive buffer).
+// Blocking collectives on a Context. Buffers are contiguous bytes, or for
+// bcast and allgather a Layout (layout.h: contiguous or a derived type's
+// items, moved as their packed stream); the TypeScript layer has already
+// checked sizes, counts and roots. A null (absent) send buffer means
+// MPI_IN_PLACE (the data is in the receive buffer).
 #pragma once
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
 #include "core/coll/context.h"
+#include "core/coll/layout.h"
 #include "core/kernels/kernels.h"
 
 namespace nodempi::coll {
@@ -41,13 +44,19 @@ struct Combiner {
 int verdict(Context& c, bool ok);
 
 void barrier(Context& c);
-void bcast(Context& c, void* buf, size_t bytes, uint32_t root);
+// `bytes` is the stream: count x size for a derived type.
+void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root);
+inline void bcast(Context& c, void* buf, size_t bytes, uint32_t root) { bcast(c, Layout(buf), bytes, root); }
 // `bytes` is one rank's block; recv holds size() blocks (root only).
 void gather(Context& c, const void* send, void* recv, size_t bytes, uint32_t root);
 // `bytes` is one rank's block; send holds size() blocks (root only). A null
 // recv at the root means IN_PLACE.
 void scatter(Context& c, const void* send, void* recv, size_t bytes, uint32_t root);
-void allgather(Context& c, const void* send, void* recv, size_t bytes);
+// `bytes` is one rank's stream; recv holds size() blocks.
+void allgather(Context& c, const Layout& send, const Layout& recv, size_t bytes);
+inline void allgather(Context& c, const void* send, void* recv, size_t bytes) {
+  allgather(c, Layout(send), Layout(recv), bytes);
+}
 void alltoall(Context& c, const void* send, void* recv, size_t bytes);
 // `count` items; recv matters at the root only.
 void reduce(Context& c, const void* send, void* recv, size_t count, const Combiner& op, uint32_t root);

@@ -1,0 +1,56 @@
+#include "core/coll/layout.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace nodempi::coll {
+
+void Layout::read(uint64_t off, size_t len, uint8_t* dst) const {
+  if (!len) return;
+  if (!type_) {
+    std::memcpy(dst, data_ + off, len);
+    return;
+  }
+  datatype::pack(*type_, user_, count_, dst, len, off, off + len);
+}
+
+void Layout::write(uint64_t off, size_t len, const uint8_t* src) const {
+  if (!len) return;
+  if (!type_) {
+    std::memcpy(data_ + off, src, len);
+    return;
+  }
+  datatype::unpack(*type_, src, len, user_, count_, off, off + len);
+}
+
+void copy(const Layout& from, uint64_t from_off, const Layout& to, uint64_t to_off, size_t len) {
+  if (from.contiguous()) return to.write(to_off, len, from.data() + from_off);
+  if (to.contiguous()) return from.read(from_off, len, to.data() + to_off);
+  // Both derived: through a buffer small enough to stay in L1.
+  uint8_t buf[16384];
+  for (size_t done = 0; done < len;) {
+    size_t n = std::min(sizeof buf, len - done);
+    from.read(from_off + done, n, buf);
+    to.write(to_off + done, n, buf);
+    done += n;
+  }
+}
+
+Flat::Flat(const Layout& l, uint64_t off, size_t len) : l_(l), off_(off), len_(len) {
+  if (l.contiguous()) {
+    data_ = l.data() + off;
+  } else {
+    scratch_.reset(new uint8_t[std::max<size_t>(len, 1)]);
+    data_ = scratch_.get();
+  }
+}
+
+void Flat::load() const {
+  if (scratch_) l_.read(off_, len_, data_);
+}
+
+void Flat::store() const {
+  if (scratch_) l_.write(off_, len_, data_);
+}
+
+}  // namespace nodempi::coll
