@@ -821,6 +821,156 @@ void test_values() {
   }
 }
 
+constexpr size_t kMillionOdd = (1u << 20) + 13;
+
+// ---- 3b. MAXLOC/MINLOC cases, with the expected winner written out ----------------------
+// Unlike section 4, no reference computes the answer: each case names the
+// side that must win. Every pair type, both ops, every table; ties in both
+// index orders and with equal indices, NaN values (and NaN indices for the
+// two-real types), signed zeros, the extremes of each type (which a
+// comparison on shifted or widened words could get wrong), garbage in the
+// padding, the lengths around vector widths plus one long odd length,
+// unaligned pointers and both in-place forms.
+
+template <class V, class I>
+struct LocCase {
+  V va;
+  I ia;
+  V vb;
+  I ib;
+  bool want_b;
+};
+
+// (lower, higher) pairs of distinct values of T.
+template <class T>
+std::vector<std::pair<T, T>> ordered_pairs() {
+  using L = std::numeric_limits<T>;
+  if constexpr (std::is_floating_point_v<T>) {
+    return {{T(-1), T(0)},         {T(1), T(1) + L::epsilon()}, {-L::infinity(), L::infinity()},
+            {L::lowest(), L::max()}, {L::denorm_min(), 2 * L::denorm_min()}, {-L::min(), L::denorm_min()}};
+  } else {
+    return {{T(0), T(1)}, {T(-1), T(0)}, {L::min(), L::max()}, {L::min(), T(L::min() + 1)}, {T(L::max() - 1), L::max()}};
+  }
+}
+
+template <class T>
+T nan_of(const char* payload) {
+  if constexpr (sizeof(T) == 4) return std::nanf(payload);
+  else if constexpr (sizeof(T) == 8) return std::nan(payload);
+  else return std::nanl(payload);
+}
+
+template <class V, class I>
+std::vector<LocCase<V, I>> loc_cases(OpId op) {
+  std::vector<LocCase<V, I>> cases;
+  const bool max = op == OpId::MAXLOC;
+  // Index orders: b lower, a lower, equal.
+  std::vector<std::pair<I, I>> index_orders;
+  for (auto [lo, hi] : ordered_pairs<I>()) {
+    index_orders.push_back({hi, lo});
+    index_orders.push_back({lo, hi});
+    index_orders.push_back({lo, lo});
+  }
+  for (auto [lo, hi] : ordered_pairs<V>()) {
+    const V good = max ? hi : lo, bad = max ? lo : hi;
+    for (auto [ia, ib] : index_orders) {
+      cases.push_back({good, ia, bad, ib, false});  // a's value wins, whatever the indices
+      cases.push_back({bad, ia, good, ib, true});   // b's value wins, whatever the indices
+      cases.push_back({lo, ia, lo, ib, ib < ia});   // ties: the lower index; equal indices: a
+      cases.push_back({hi, ia, hi, ib, ib < ia});
+    }
+  }
+  if constexpr (std::is_floating_point_v<V>) {
+    const V nan_a = nan_of<V>("1"), nan_b = nan_of<V>("2");
+    for (auto [ia, ib] : index_orders) {
+      // -0.0 == +0.0: a tie, so the index decides, and with equal indices
+      // a's zero is kept, sign bit included.
+      cases.push_back({V(-0.0), ia, V(0.0), ib, ib < ia});
+      cases.push_back({V(0.0), ia, V(-0.0), ib, ib < ia});
+      // NaN compares false both ways, so a is kept, as in MAX/MIN: a NaN in
+      // a wins and a NaN in b loses, whatever the indices.
+      for (V x : {V(0), V(-1), std::numeric_limits<V>::infinity(), -std::numeric_limits<V>::infinity()}) {
+        cases.push_back({nan_a, ia, x, ib, false});
+        cases.push_back({x, ia, nan_b, ib, false});
+      }
+      cases.push_back({nan_a, ia, nan_b, ib, false});
+      cases.push_back({nan_a, ia, nan_a, ib, false});
+    }
+  }
+  if constexpr (std::is_floating_point_v<I>) {
+    // Two-real types: a NaN index never wins a tie; -0.0 and +0.0 are equal
+    // indices, so a's is kept.
+    const I nan = nan_of<I>("3");
+    for (V v : {V(0), V(5)}) {
+      cases.push_back({v, nan, v, I(0), false});
+      cases.push_back({v, I(0), v, nan, false});
+      cases.push_back({v, nan, v, nan, false});
+      cases.push_back({v, I(-0.0), v, I(0.0), false});
+      cases.push_back({v, I(0.0), v, I(-0.0), false});
+    }
+  }
+  return cases;
+}
+
+template <class V, class I>
+void test_loc_type(TypeId type, size_t index_offset, Rng& rng) {
+  const size_t size = size_of(type);
+  const size_t lengths[] = {0, 1, 7, 15, 31, 63, 127, kMillionOdd};
+  for (OpId op : {OpId::MAXLOC, OpId::MINLOC}) {
+    const auto cases = loc_cases<V, I>(op);
+    for (size_t n : lengths) {
+      // Consecutive windows of the case list, so that each case shows up at
+      // every position of a short buffer; one window for the long length.
+      const size_t windows = n == 0 ? 1 : n >= kMillionOdd ? 1 : (cases.size() + n - 1) / n;
+      for (size_t w = 0; w < windows; ++w) {
+        std::vector<uint8_t> a(n * size), b(n * size), want(n * size);
+        for (size_t i = 0; i < n; ++i) {
+          const auto& c = cases[(w * n + i) % cases.size()];
+          uint8_t* ea = a.data() + i * size;
+          uint8_t* eb = b.data() + i * size;
+          for (size_t k = 0; k < size; ++k) {  // padding holds garbage
+            ea[k] = static_cast<uint8_t>(rng.next());
+            eb[k] = static_cast<uint8_t>(rng.next());
+          }
+          std::memcpy(ea, &c.va, value_bytes<V>());
+          std::memcpy(ea + index_offset, &c.ia, sizeof(I));
+          std::memcpy(eb, &c.vb, value_bytes<V>());
+          std::memcpy(eb + index_offset, &c.ib, sizeof(I));
+          uint8_t* ew = want.data() + i * size;
+          std::memcpy(ew, eb, size);
+          if (!c.want_b) {
+            std::memcpy(ew, ea, value_bytes<V>());
+            std::memcpy(ew + index_offset, ea + index_offset, sizeof(I));
+          }
+        }
+        for (const char* isa : kIsaNames) {
+          if (!select_isa(isa)) continue;
+          for (Alias mode : {Alias::kNone, Alias::kOutIsA, Alias::kOutIsB}) {
+            const size_t offset = (w + static_cast<size_t>(mode)) % 8;  // every misalignment in turn
+            g_context = describe(op, type) + " cases n=" + std::to_string(n) + " window=" + std::to_string(w) +
+                        " offset=" + std::to_string(offset) + " " + alias_name(mode);
+            auto got = run(lookup(op, type), type, a.data(), b.data(), n, offset, mode);
+            g_context += first_difference(got, want, size);
+            CHECK(got == want);
+          }
+        }
+      }
+    }
+  }
+  select_isa("auto");
+}
+
+void test_loc_cases(Rng& rng) {
+  test_loc_type<float, int32_t>(TypeId::FLOAT_INT, 4, rng);
+  test_loc_type<double, int32_t>(TypeId::DOUBLE_INT, 8, rng);
+  test_loc_type<int64_t, int32_t>(TypeId::LONG_INT, 8, rng);
+  test_loc_type<int32_t, int32_t>(TypeId::TWO_INT, 4, rng);
+  test_loc_type<int16_t, int32_t>(TypeId::SHORT_INT, 4, rng);
+  test_loc_type<long double, int32_t>(TypeId::LONG_DOUBLE_INT, 16, rng);
+  test_loc_type<float, float>(TypeId::TWO_FLOAT, 4, rng);
+  test_loc_type<double, double>(TypeId::TWO_DOUBLE, 8, rng);
+}
+
 // ---- 4. Every kernel against the reference ----------------------------------------------
 
 constexpr size_t kMillion = 1u << 20;
@@ -923,6 +1073,7 @@ int main(int argc, char** argv) {
   test_dispatch();
   test_values();
   Rng rng(20240601);
+  test_loc_cases(rng);
   test_against_reference(rng);
   test_tables_agree(rng);
   std::printf("kernels_test: %d checks, %d failures (tables on this CPU:", g_checks, g_failures);
