@@ -26,9 +26,20 @@ function quick(inbuf: unknown, inoutbuf: unknown, op: unknown): boolean {
   if (!(op instanceof Op) || !ArrayBuffer.isView(inoutbuf) || !ArrayBuffer.isView(inbuf)) return false;
   const io = inoutbuf as Uint8Array, a = inbuf as Uint8Array;
   if (a.constructor !== io.constructor || a.length !== io.length || op.freed) return false;
-  const code = (kernelCodes.get(io.constructor) ?? codesOf(io))[op.id];
+  const codes = kernelCodes.get(io.constructor) ?? codesOf(io);
+  if (op.id < 0) return codes.length > 0 && !overlaps(a, io) && quickUser(a, io, op);
+  const code = codes[op.id];
   if (code === undefined || code < 0 || overlaps(a, io)) return false;
   native.reduceLocal(a, io, io.length, code);
+  return true;
+}
+
+// A user op on two whole TypedArrays of a predefined type: the function
+// gets the caller's own arrays (a copy of the input when it is the output).
+function quickUser(a: Uint8Array, io: Uint8Array, op: Op): boolean {
+  if (io.length === 0) return true;
+  const inv = a.buffer === io.buffer && a.byteOffset === io.byteOffset ? a.slice() : a;
+  op.fn!(inv, io, io.length, bareType(io)!);
   return true;
 }
 
