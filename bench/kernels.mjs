@@ -387,7 +387,14 @@ async function worker(o) {
     const n = bytes / 8;
     const inV = new Float64Array(inBuf, 0, n), ioV = new Float64Array(ioBuf, 0, n);
     const userOp = mpi.Op.create(userSum, true);
-    for (const [who, call] of [['js', () => userSum(inV, ioV, n)], ['nodempi', () => mpi.reduceLocal(inV, ioV, userOp)]]) {
+    // Called directly with inV and ioV, V8 inlines the loop with the two
+    // arrays as constants and drops every per-element check; a program that
+    // calls its loop on arrays it passes around (jsarg: the same arrays read
+    // from a list) runs the loop as compiled code of its own, as
+    // reduceLocal does.
+    const list = [inV, ioV];
+    for (const [who, call] of [['js', () => userSum(inV, ioV, n)], ['jsarg', () => userSum(list[0], list[1], n)],
+      ['nodempi', () => mpi.reduceLocal(inV, ioV, userOp)]]) {
       restore();
       call();
       check(c, inBuf, io0Buf, ioBuf, bytes, who);
@@ -522,7 +529,7 @@ function jobCommand(kind, bytes, o, ompi, viaMpirun) {
 /** Points a job must produce: anything less means it failed part-way. */
 function expectedPoints(kind, o) {
   const n = o.cases.length;
-  if (kind === 'auto') return 2 * n + 4;   // nodempi + JS per case, overhead, memcpy, user op x2
+  if (kind === 'auto') return 2 * n + 5;   // nodempi + JS per case, overhead, memcpy, user op x3
   if (kind === 'scalar') return n;
   return n + 2;                            // cases, overhead, memcpy
 }
@@ -655,13 +662,15 @@ function targets(r) {
       return { ok: q === null ? null : q >= 10, near: q !== null && q >= 9.5,
         text: `${c.api === 'reduceLocals' ? 'reduceLocals ' : ''}${c.op} ${c.type} ${fmtSize(b)}: ${fmtNum(q)}x (${fmtNum(x)} vs ${fmtNum(y)} GB/s)` };
     }));
-  add('user-defined op (Op.create + reduceLocal) within 2x of the same loop run directly',
-    r.params.sizes.map((b) => {
-      const direct = get('js', 'userop', 'SUM', 'DOUBLE', b), viaOp = get('nodempi', 'userop', 'SUM', 'DOUBLE', b);
-      const q = ratio(direct, viaOp); // time via the op / time direct
-      return { ok: q === null ? null : q <= 2, near: q !== null && q <= 2.1,
-        text: `${fmtSize(b)}: ${fmtNum(q)}x the time (${fmtNum(viaOp)} vs ${fmtNum(direct)} GB/s)` };
-    }));
+  for (const [impl, what] of [['js', 'run directly'], ['jsarg', 'run directly on arrays passed as arguments']]) {
+    add(`user-defined op (Op.create + reduceLocal) within 2x of the same loop ${what}`,
+      r.params.sizes.map((b) => {
+        const direct = get(impl, 'userop', 'SUM', 'DOUBLE', b), viaOp = get('nodempi', 'userop', 'SUM', 'DOUBLE', b);
+        const q = ratio(direct, viaOp); // time via the op / time direct
+        return { ok: q === null ? null : q <= 2, near: q !== null && q <= 2.1,
+          text: `${fmtSize(b)}: ${fmtNum(q)}x the time (${fmtNum(viaOp)} vs ${fmtNum(direct)} GB/s)` };
+      }));
+  }
   return out;
 }
 
@@ -839,12 +848,16 @@ function markdown(r) {
 
   L.push('### User-defined op overhead (double SUM, Float64Array)');
   L.push('');
-  L.push('| size | loop called directly, GB/s | through Op.create + reduceLocal, GB/s | time ratio (op / direct) | within 2x |');
-  L.push('|--:|--:|--:|--:|---|');
+  L.push('The loop is called directly in two ways: on the two arrays a closure holds (V8 inlines it with');
+  L.push('the arrays as constants and drops every per-element check) and on the same arrays read from a');
+  L.push('list, as a program passes arrays around (the loop then runs as compiled code of its own, as it');
+  L.push('does when reduceLocal calls it). Ratios are time through the op / time direct.');
+  L.push('');
+  L.push('| size | direct, constant arrays, GB/s | direct, arrays as arguments, GB/s | through Op.create + reduceLocal, GB/s | ratio to constant | ratio to arguments |');
+  L.push('|--:|--:|--:|--:|--:|--:|');
   for (const b of r.params.sizes) {
-    const d = get('js', 'userop', 'SUM', 'DOUBLE', b), u = get('nodempi', 'userop', 'SUM', 'DOUBLE', b);
-    const q = ratio(d, u);
-    L.push(`| ${fmtSize(b)} | ${fmtNum(d)} | ${fmtNum(u)} | ${fmtNum(q)} | ${q === null ? '—' : q <= 2 ? 'yes' : '**no**'} |`);
+    const d = get('js', 'userop', 'SUM', 'DOUBLE', b), a = get('jsarg', 'userop', 'SUM', 'DOUBLE', b), u = get('nodempi', 'userop', 'SUM', 'DOUBLE', b);
+    L.push(`| ${fmtSize(b)} | ${fmtNum(d)} | ${fmtNum(a)} | ${fmtNum(u)} | ${fmtNum(ratio(d, u))} | ${fmtNum(ratio(a, u))} |`);
   }
   L.push('');
 
