@@ -671,14 +671,23 @@ export class Comm {
    * arguments, with the packing and unpacking its datatypes need around it.
    */
   _run(name: CollectiveName, mode: Mode, ...args: unknown[]): unknown {
+    // The only way back in while a call runs is a user-defined op's
+    // function, and MPI does not let a user function communicate: say so,
+    // rather than lose the outer call's staging or deadlock.
+    if (running > 0) {
+      fail('ERR_OTHER', name, 'called from inside the user-defined op of another collective; a user function must not communicate');
+    }
     beginStaging(mode === Mode.BLOCKING);
     let result: unknown;
+    running++;
     try {
       result = this._collective(name, mode, args);
     } catch (err) {
       // Nothing is in flight after a failed call (blocking or not started).
       releaseStaging(takeStaging());
       throw err;
+    } finally {
+      running--;
     }
     // Derived datatypes: unpack now, or when the request completes.
     const st = takeStaging();
@@ -727,6 +736,9 @@ export class Comm {
 }
 
 // Block r of a v-spec as a Resolved, for the checks against a plain buffer.
+// Collective calls of this thread in progress (see Comm._run).
+let running = 0;
+
 function blockOf(v: { bytes: Float64Array; counts: readonly number[]; types: readonly Datatype[]; view: ArrayBufferView }, r: number): Resolved {
   return { view: v.view, count: v.counts[r]!, type: v.types[r]!, bytes: v.bytes[r]! };
 }
