@@ -11,18 +11,26 @@ const SLOTS = 4;
 let width = 0;
 let views: Float64Array[] = [];
 
-/** `list` copied to off-heap slot `slot` (0 to 3; one per list of a call). */
+/**
+ * Off-heap slot `slot` (0 to 3; one per list of a call), at least `n`
+ * entries long, to fill in place. It may be longer than `n`: the addon reads
+ * one entry per rank.
+ */
+export function argList(slot: number, n: number): Float64Array {
+  if (n > width) {
+    width = Math.max(n, 64);
+    const buf = new ArrayBuffer(SLOTS * width * 8);
+    views = Array.from({ length: SLOTS }, (_, k) => new Float64Array(buf, k * width * 8, width));
+  }
+  return views[slot]!;
+}
+
+/** `list` copied to off-heap slot `slot`. */
 export function offHeap(slot: number, list: Float64Array): Float64Array;
 export function offHeap(slot: number, list: Float64Array | null): Float64Array | null;
 export function offHeap(slot: number, list: Float64Array | null): Float64Array | null {
   if (list === null) return null;
-  if (list.length > width) {
-    width = Math.max(list.length, 64);
-    const buf = new ArrayBuffer(SLOTS * width * 8);
-    views = Array.from({ length: SLOTS }, (_, k) => new Float64Array(buf, k * width * 8, width));
-  }
-  // The view may be longer than the list: the addon reads one entry per rank.
-  const v = views[slot]!;
+  const v = argList(slot, list.length);
   v.set(list);
   return v;
 }

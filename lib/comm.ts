@@ -2,7 +2,7 @@
  * Communicators (MPI_Comm) and their blocking collectives. Every argument is
  * checked here, before the native call sends anything.
  */
-import { offHeap } from './args.js';
+import { argList, offHeap } from './args.js';
 import { COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, UNDEFINED, UNEQUAL } from './constants.js';
 import type { Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
@@ -369,7 +369,9 @@ export class Comm {
     // so receive items past them stay as they were.
     const rr = stageReduce({ ...r, count: need }, s ? 'recv' : 'both', user), ss = s && stageReduce(s, 'send', user);
     const per = kernelItems(r.type, user);
-    return native.reduceScatter(h, ss && ss.view, rr.view, offHeap(0, Float64Array.from(counts, (c) => c * per)), rr.basic, op.id, userOpSpec(op, r.type), mode);
+    const items = argList(0, counts.length);
+    counts.forEach((c, k) => { items[k] = c * per; });
+    return native.reduceScatter(h, ss && ss.view, rr.view, items, rr.basic, op.id, userOpSpec(op, r.type), mode);
   }
 
   #reduceScatterBlock(mode: Mode, send: SendSpec, recv: Msg, op: Op = Op.SUM): unknown {
@@ -388,8 +390,8 @@ export class Comm {
     const user = op.id < 0;
     const total = send === IN_PLACE ? count * this.#size : count;
     const rr = stageReduce({ ...r, count: total }, s ? 'recv' : 'both', user), ss = s && stageReduce({ ...s, count: count * this.#size }, 'send', user);
-    const counts = new Float64Array(this.#size).fill(count * kernelItems(r.type, user));
-    return native.reduceScatter(h, ss && ss.view, rr.view, offHeap(0, counts), rr.basic, op.id, userOpSpec(op, r.type), mode);
+    const counts = argList(0, this.#size).fill(count * kernelItems(r.type, user), 0, this.#size);
+    return native.reduceScatter(h, ss && ss.view, rr.view, counts, rr.basic, op.id, userOpSpec(op, r.type), mode);
   }
 
   #scan(mode: Mode, send: SendSpec, recv: Msg, op: Op = Op.SUM): unknown {
@@ -735,10 +737,10 @@ export class Comm {
   }
 }
 
-// Block r of a v-spec as a Resolved, for the checks against a plain buffer.
 // Collective calls of this thread in progress (see Comm._run).
 let running = 0;
 
+// Block r of a v-spec as a Resolved, for the checks against a plain buffer.
 function blockOf(v: { bytes: Float64Array; counts: readonly number[]; types: readonly Datatype[]; view: ArrayBufferView }, r: number): Resolved {
   return { view: v.view, count: v.counts[r]!, type: v.types[r]!, bytes: v.bytes[r]! };
 }

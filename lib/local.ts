@@ -4,7 +4,7 @@
  */
 import { IN_PLACE } from './constants.js';
 import { fail } from './errors.js';
-import { bareType, resolve, stageReduce, takeStaging, type Msg, type Resolved } from './message.js';
+import { bareType, bytesOf, resolve, stageReduce, takeStaging, type Msg, type Resolved } from './message.js';
 import { native } from './native.js';
 import { checkOp, Op, opAllows, userOpSpec, userView } from './op.js';
 
@@ -23,14 +23,14 @@ export function reduceLocal(inbuf: Msg, inoutbuf: Msg, op: Op): void {
 // call is several times the kernel's. False sends the call down the general
 // path (which also reports every error).
 function quick(inbuf: unknown, inoutbuf: unknown, op: unknown): boolean {
-  if (!(op instanceof Op) || !ArrayBuffer.isView(inoutbuf) || !ArrayBuffer.isView(inbuf)) return false;
-  const io = inoutbuf as Uint8Array, a = inbuf as Uint8Array;
-  if (a.constructor !== io.constructor || a.length !== io.length || op.freed) return false;
-  const codes = kernelCodes.get(io.constructor) ?? codesOf(io);
-  if (op.id < 0) return codes.length > 0 && !overlaps(a, io) && quickUser(a, io, op);
+  if (!(op instanceof Op) || op.freed || !ArrayBuffer.isView(inoutbuf)) return false;
+  const io = inoutbuf as Uint8Array;
+  if (!alike(inbuf, io)) return false;
+  const codes = codesOf(io);
+  if (op.id < 0) return codes.length > 0 && quickUser(inbuf, io, op);
   const code = codes[op.id];
-  if (code === undefined || code < 0 || overlaps(a, io)) return false;
-  native.reduceLocal(a, io, io.length, code);
+  if (code === undefined || code < 0) return false;
+  native.reduceLocal(inbuf, io, io.length, code);
   return true;
 }
 
@@ -46,22 +46,30 @@ function quickUser(a: Uint8Array, io: Uint8Array, op: Op): boolean {
 // The same for the three-buffer form; IN_PLACE stands for inoutbuf.
 function quick3(inbuf: unknown, argbuf: unknown, inoutbuf: unknown, op: unknown): boolean {
   if (argbuf === IN_PLACE) return quick(inbuf === IN_PLACE ? inoutbuf : inbuf, inoutbuf, op);
-  if (!(op instanceof Op) || !ArrayBuffer.isView(inoutbuf) || !ArrayBuffer.isView(argbuf)) return false;
-  const io = inoutbuf as Uint8Array, b = argbuf as Uint8Array, a = (inbuf === IN_PLACE ? io : inbuf) as Uint8Array;
-  if (!ArrayBuffer.isView(a)) return false;
-  const C = io.constructor;
-  if (a.constructor !== C || b.constructor !== C || a.length !== io.length || b.length !== io.length || op.freed) return false;
-  const code = (kernelCodes.get(C) ?? codesOf(io))[op.id];
-  if (code === undefined || code < 0 || overlaps(a, io) || overlaps(b, io)) return false;
-  if (b === io) native.reduceLocal(a, io, io.length, code);
-  else native.reduceLocal(a, b, io, io.length, code);
+  if (!(op instanceof Op) || op.freed || !ArrayBuffer.isView(inoutbuf)) return false;
+  const io = inoutbuf as Uint8Array, a = inbuf === IN_PLACE ? io : inbuf;
+  if (!alike(a, io) || !alike(argbuf, io)) return false;
+  const code = codesOf(io)[op.id];
+  if (code === undefined || code < 0) return false;
+  if (argbuf === io) native.reduceLocal(a, io, io.length, code);
+  else native.reduceLocal(a, argbuf, io, io.length, code);
   return true;
 }
 
-// An operand may be exactly the output, not overlap it at another offset.
-function overlaps(m: ArrayBufferView, io: ArrayBufferView): boolean {
-  return m.buffer === io.buffer && m.byteOffset !== io.byteOffset &&
-    m.byteOffset < io.byteOffset + io.byteLength && io.byteOffset < m.byteOffset + m.byteLength;
+// An operand the fast paths take: a TypedArray of io's class and length
+// that is io itself or lies apart from it.
+function alike(m: unknown, io: Uint8Array): m is Uint8Array {
+  if (m === io) return true;
+  return ArrayBuffer.isView(m) && m.constructor === io.constructor && (m as Uint8Array).length === io.length &&
+    (m.buffer !== io.buffer || !overlapsAt(m, m.byteLength, io, io.byteLength));
+}
+
+// The kernels allow an operand to be exactly the output, not to overlap it
+// at another offset (a later item would read an already-combined one).
+function overlapsAt(m: ArrayBufferView, mBytes: number, io: ArrayBufferView, ioBytes: number): boolean {
+  if (m.buffer !== io.buffer) return false;
+  const a0 = m.byteOffset, b0 = io.byteOffset;
+  return a0 !== b0 && a0 < b0 + ioBytes && b0 < a0 + mBytes;
 }
 
 // Per TypedArray class: the kernel code (basic type | op id << 8) of each
@@ -71,6 +79,8 @@ const kernelCodes = new Map<unknown, Int32Array>();
 const predefinedOps = [Op.MAX, Op.MIN, Op.SUM, Op.PROD, Op.LAND, Op.BAND, Op.LOR, Op.BOR, Op.LXOR, Op.BXOR, Op.MAXLOC, Op.MINLOC];
 
 function codesOf(view: ArrayBufferView): Int32Array {
+  const known = kernelCodes.get(view.constructor);
+  if (known) return known;
   const t = view instanceof DataView ? undefined : bareType(view);
   const codes = new Int32Array(t ? predefinedOps.length : 0).fill(-1);
   if (t) for (const op of predefinedOps) codes[op.id] = opAllows(op, t) ? t.basic | op.id << 8 : -1;
@@ -131,14 +141,10 @@ function callUser(a: Resolved, b: Resolved, io: Resolved, op: Op): boolean {
   if (io.count === 0) return true;
   // The function combines into the output after b is copied there: an input
   // that is the output itself must be saved first.
-  if (a === io && b !== io) inv = userView(t, bytesOf(a).slice(), bytes)!;
-  if (b !== io) bytesOf(io).set(bytesOf(b));
+  if (a === io && b !== io) inv = userView(t, bytesOf(a.view, 0, bytes).slice(), bytes)!;
+  if (b !== io) bytesOf(io.view, 0, bytes).set(bytesOf(b.view, 0, bytes));
   op.fn!(inv, out, io.count, t);
   return true;
-}
-
-function bytesOf(m: Resolved): Uint8Array {
-  return new Uint8Array(m.view.buffer, m.view.byteOffset, m.bytes);
 }
 
 function matches(call: string, what: string, m: Resolved, io: Resolved): void {
@@ -147,12 +153,7 @@ function matches(call: string, what: string, m: Resolved, io: Resolved): void {
     fail('ERR_TYPE', call, `${what} datatype ${m.type.name} differs from inoutbuf datatype ${io.type.name}`);
   }
   if (m.count !== io.count) fail('ERR_COUNT', call, `${what} count ${m.count} differs from inoutbuf count ${io.count}`);
-  // The kernels allow an operand to be exactly the output, not to overlap it
-  // at an offset (a later item would read an already-combined one).
-  if (m.view.buffer === io.view.buffer) {
-    const a0 = m.view.byteOffset, b0 = io.view.byteOffset;
-    if (a0 !== b0 && a0 < b0 + io.bytes && b0 < a0 + m.bytes) {
-      fail('ERR_BUFFER', call, `${what} overlaps inoutbuf at a different offset (${a0} vs ${b0}); pass IN_PLACE or separate buffers`);
-    }
+  if (overlapsAt(m.view, m.bytes, io.view, io.bytes)) {
+    fail('ERR_BUFFER', call, `${what} overlaps inoutbuf at a different offset (${m.view.byteOffset} vs ${io.view.byteOffset}); pass IN_PLACE or separate buffers`);
   }
 }

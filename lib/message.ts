@@ -341,7 +341,8 @@ export function releaseStaging(st: Staging | null): void {
 /** How a buffer takes part: read (send), written (receive), or both (bcast, IN_PLACE). */
 export type Side = 'send' | 'recv' | 'both';
 
-function bytesOf(view: ArrayBufferView, offset: number, length: number): Uint8Array {
+/** @internal `length` bytes of `view`'s memory from `offset`. */
+export function bytesOf(view: ArrayBufferView, offset: number, length: number): Uint8Array {
   return new Uint8Array(view.buffer, view.byteOffset + offset, length);
 }
 

@@ -108,21 +108,19 @@ export function checkOp(op: unknown, dt: Datatype, call: string): Op {
   return op;
 }
 
-// napi_typedarray_type of the TypedArray a user function sees for a basic
-// type; -1 for DataView (no JS counterpart: long double, complex, pairs,
-// LOGICAL).
-const viewKind: Partial<Record<BasicType, number>> = {
-  [BasicType.I8]: 0, [BasicType.U8]: 1, [BasicType.BYTE]: 1, [BasicType.BOOL]: 1,
-  [BasicType.I16]: 3, [BasicType.U16]: 4, [BasicType.I32]: 5, [BasicType.U32]: 6,
-  [BasicType.F32]: 7, [BasicType.F64]: 8, [BasicType.I64]: 9, [BasicType.U64]: 10,
-};
-
-// The TypedArray a user function sees for a basic type, in JS.
+// The TypedArray a user function sees for a basic type; DataView for the
+// types without one (long double, complex, pairs, LOGICAL).
 const viewCtor: Partial<Record<BasicType, { new(b: ArrayBufferLike, o: number, n: number): TypedArray; BYTES_PER_ELEMENT: number }>> = {
   [BasicType.I8]: Int8Array, [BasicType.U8]: Uint8Array, [BasicType.BYTE]: Uint8Array, [BasicType.BOOL]: Uint8Array,
   [BasicType.I16]: Int16Array, [BasicType.U16]: Uint16Array, [BasicType.I32]: Int32Array, [BasicType.U32]: Uint32Array,
   [BasicType.F32]: Float32Array, [BasicType.F64]: Float64Array, [BasicType.I64]: BigInt64Array, [BasicType.U64]: BigUint64Array,
 };
+
+// The same as the addon names it (napi_typedarray_type).
+const napiKind = new Map<unknown, number>([
+  [Int8Array, 0], [Uint8Array, 1], [Int16Array, 3], [Uint16Array, 4], [Int32Array, 5], [Uint32Array, 6],
+  [Float32Array, 7], [Float64Array, 8], [BigInt64Array, 9], [BigUint64Array, 10],
+]);
 
 /**
  * @internal The view a user function gets of `bytes` bytes of `dt` items
@@ -148,5 +146,5 @@ export interface UserOpSpec {
 /** @internal */
 export function userOpSpec(op: Op, dt: Datatype): UserOpSpec | undefined {
   if (op.id >= 0) return undefined;
-  return { fn: op.fn!, datatype: dt, kind: viewKind[dt.basic] ?? -1, item: dt.extent };
+  return { fn: op.fn!, datatype: dt, kind: napiKind.get(viewCtor[dt.basic]) ?? -1, item: dt.extent };
 }

@@ -83,7 +83,7 @@ void UserOp::call_here(const void* a, const void* b, void* out, size_t n) {
   }
   std::memcpy(in_buf.Data(), a, bytes);
   std::memcpy(inout_buf.Data(), b, bytes);
-  s.busy = s.busy || shared;
+  if (shared) s.busy = true;
   try {
     fn_.Call({in_view, inout_view, Napi::Number::New(env_, double(n)), datatype_.Value()});
   } catch (const Napi::Error& e) {
