@@ -92,6 +92,10 @@ export interface NativeAddon {
   reduceLocal(a: View, b: View, out: View, count: number, code: number): void;
   /** io = a op io: the same with out = b, one view less to unwrap. */
   reduceLocal(a: View, io: View, count: number, code: number): void;
+  /** reduceLocal again on the last call's views, count and code from the slots (lib/local.ts). */
+  reduceLast(): void;
+  /** The 6 doubles lib/local.ts and reduceLast share. */
+  localSlots(buffer: ArrayBuffer): void;
 
   // datatypes
   /** Registers a committed datatype's description (lib/datatype.ts `serialize`); returns its handle. */

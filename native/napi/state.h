@@ -15,6 +15,17 @@ namespace nodempi::napi {
 struct Progress;     // napi/progress.cc
 struct UserScratch;  // napi/user_op.h (which the deleter of State needs)
 
+// The views of reduceLocal's last fast call, so that the next call on the
+// same arrays need not unwrap them again (napi/local_binding.cc says when
+// that is safe). `slots` is JS-owned memory both sides read and write.
+struct LastLocal {
+  double* slots = nullptr;
+  Napi::Reference<Napi::ArrayBuffer> hold;
+  void* data[3] = {};
+  size_t bytes[3] = {};
+  double generation = 0;
+};
+
 struct State {
   std::unique_ptr<transport::Segment> segment;  // null for a singleton
   uint32_t world_rank = 0;
@@ -30,6 +41,7 @@ struct State {
   datatype::Registry types;            // committed datatypes by handle
   bool keep_segment = false;           // a progress thread may still use it
   std::unique_ptr<UserScratch> user_scratch;
+  LastLocal last_local;
 
   static State& of(Napi::Env env) { return *env.GetInstanceData<State>(); }
 };
