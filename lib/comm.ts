@@ -303,7 +303,7 @@ export class Comm {
     const h = this.handle;
     this.#checkRoot('gatherv', root);
     if (this.#rank === root) {
-      const r = stageMoveV(resolveV('gatherv', 'receive spec', recv, this.#size), send === IN_PLACE ? 'both' : 'recv');
+      const r = stageMoveV(resolveV('gatherv', 'receive spec', recv, this.#size, 0), send === IN_PLACE ? 'both' : 'recv');
       const s = send === IN_PLACE ? null : stageMove(resolve('gatherv', 'send buffer', send), 'send');
       if (s) sameBytes('gatherv', s, blockOf(r, root));
       return native.gatherv(h, s && s.view, s ? s.bytes : 0, r.view, offHeap(0, r.bytes), offHeap(1, r.displs), root, mode);
@@ -317,7 +317,7 @@ export class Comm {
     const h = this.handle;
     this.#checkRoot('scatterv', root);
     if (this.#rank === root) {
-      const sv = stageMoveV(resolveV('scatterv', 'send spec', send, this.#size), 'send');
+      const sv = stageMoveV(resolveV('scatterv', 'send spec', send, this.#size, 0), 'send');
       const r = recv === IN_PLACE ? null : stageMove(resolve('scatterv', 'receive buffer', recv), 'recv');
       if (r) sameBytes('scatterv', blockOf(sv, root), r);
       return native.scatterv(h, sv.view, offHeap(0, sv.bytes), offHeap(1, sv.displs), r && r.view, r ? r.bytes : 0, root, mode);
@@ -329,7 +329,7 @@ export class Comm {
 
   #allgatherv(mode: Mode, send: SendSpec, recv: VMsg): unknown {
     const h = this.handle;
-    const r = stageMoveV(resolveV('allgatherv', 'receive spec', recv, this.#size), send === IN_PLACE ? 'both' : 'recv');
+    const r = stageMoveV(resolveV('allgatherv', 'receive spec', recv, this.#size, 0), send === IN_PLACE ? 'both' : 'recv');
     const s = send === IN_PLACE ? null : stageMove(resolve('allgatherv', 'send buffer', send), 'send');
     if (s) sameBytes('allgatherv', s, blockOf(r, this.#rank));
     return native.allgatherv(h, s && s.view, s ? s.bytes : 0, r.view, offHeap(0, r.bytes), offHeap(1, r.displs), mode);
@@ -337,15 +337,15 @@ export class Comm {
 
   #alltoallv(mode: Mode, send: VMsg | typeof IN_PLACE, recv: VMsg): unknown {
     const h = this.handle;
-    const r = stageMoveV(resolveV('alltoallv', 'receive spec', recv, this.#size), send === IN_PLACE ? 'both' : 'recv');
-    const s = send === IN_PLACE ? null : stageMoveV(resolveV('alltoallv', 'send spec', send, this.#size), 'send');
+    const r = stageMoveV(resolveV('alltoallv', 'receive spec', recv, this.#size, 2), send === IN_PLACE ? 'both' : 'recv');
+    const s = send === IN_PLACE ? null : stageMoveV(resolveV('alltoallv', 'send spec', send, this.#size, 0), 'send');
     return native.alltoallv(h, s && s.view, offHeap(0, s && s.bytes), offHeap(1, s && s.displs), r.view, offHeap(2, r.bytes), offHeap(3, r.displs), mode);
   }
 
   #alltoallw(mode: Mode, send: WMsg | typeof IN_PLACE, recv: WMsg): unknown {
     const h = this.handle;
-    const r = stageMoveV(resolveW('alltoallw', 'receive spec', recv, this.#size), send === IN_PLACE ? 'both' : 'recv');
-    const s = send === IN_PLACE ? null : stageMoveV(resolveW('alltoallw', 'send spec', send, this.#size), 'send');
+    const r = stageMoveV(resolveW('alltoallw', 'receive spec', recv, this.#size, 2), send === IN_PLACE ? 'both' : 'recv');
+    const s = send === IN_PLACE ? null : stageMoveV(resolveW('alltoallw', 'send spec', send, this.#size, 0), 'send');
     return native.alltoallv(h, s && s.view, offHeap(0, s && s.bytes), offHeap(1, s && s.displs), r.view, offHeap(2, r.bytes), offHeap(3, r.displs), mode);
   }
 
@@ -371,7 +371,7 @@ export class Comm {
     const per = kernelItems(r.type, user);
     const items = argList(0, counts.length);
     counts.forEach((c, k) => { items[k] = c * per; });
-    return native.reduceScatter(h, ss && ss.view, rr.view, items, rr.basic, op.id, userOpSpec(op, r.type), mode);
+    return native.reduceScatter(h, ss && ss.view, rr.view, offHeap(0, items), rr.basic, op.id, userOpSpec(op, r.type), mode);
   }
 
   #reduceScatterBlock(mode: Mode, send: SendSpec, recv: Msg, op: Op = Op.SUM): unknown {
@@ -391,7 +391,7 @@ export class Comm {
     const total = send === IN_PLACE ? count * this.#size : count;
     const rr = stageReduce({ ...r, count: total }, s ? 'recv' : 'both', user), ss = s && stageReduce({ ...s, count: count * this.#size }, 'send', user);
     const counts = argList(0, this.#size).fill(count * kernelItems(r.type, user), 0, this.#size);
-    return native.reduceScatter(h, ss && ss.view, rr.view, counts, rr.basic, op.id, userOpSpec(op, r.type), mode);
+    return native.reduceScatter(h, ss && ss.view, rr.view, offHeap(0, counts), rr.basic, op.id, userOpSpec(op, r.type), mode);
   }
 
   #scan(mode: Mode, send: SendSpec, recv: Msg, op: Op = Op.SUM): unknown {
@@ -741,7 +741,7 @@ export class Comm {
 let running = 0;
 
 // Block r of a v-spec as a Resolved, for the checks against a plain buffer.
-function blockOf(v: { bytes: Float64Array; counts: readonly number[]; types: readonly Datatype[]; view: ArrayBufferView }, r: number): Resolved {
+function blockOf(v: { bytes: Float64Array; counts: ArrayLike<number>; types: readonly Datatype[]; view: ArrayBufferView }, r: number): Resolved {
   return { view: v.view, count: v.counts[r]!, type: v.types[r]!, bytes: v.bytes[r]! };
 }
 

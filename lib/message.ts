@@ -6,6 +6,7 @@
 import { IN_PLACE } from './constants.js';
 import { checkDatatype, Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
+import { argList } from './args.js';
 import { native } from './native.js';
 import { fromKernel, kernelType, toKernel } from './pack.js';
 
@@ -168,7 +169,8 @@ export type WMsg = [Buf, number[], number[], Datatype[]];
 /** A v- or w-spec after checking: per-rank byte counts and byte displacements. */
 export interface ResolvedV {
   readonly view: ArrayBufferView;
-  readonly counts: readonly number[];
+  /** The caller's list, checked but not copied (stageMoveV copies what it keeps). */
+  readonly counts: ArrayLike<number>;
   /** Datatype of every block (one for a v-spec). */
   readonly types: readonly Datatype[];
   /** Per rank: count × extent, as the addon takes them. */
@@ -176,19 +178,29 @@ export interface ResolvedV {
   readonly displs: Float64Array;
 }
 
-function intList(call: string, what: string, list: unknown, n: number, code: 'ERR_COUNT' | 'ERR_ARG'): number[] {
+// `list`, an array or TypedArray of n non-negative integers, checked where
+// it is: this runs at every v-collective call, so no copy, and the name
+// ("receive spec" + " counts") is put together only for an error.
+function intList(call: string, what: string, which: string, list: unknown, n: number, code: 'ERR_COUNT' | 'ERR_ARG'): ArrayLike<number> {
   if (!Array.isArray(list) && !(ArrayBuffer.isView(list) && !(list instanceof DataView))) {
-    fail('ERR_ARG', call, `${what} must be an array of ${n} numbers, got ${describe(list)}`);
+    fail('ERR_ARG', call, `${what} ${which} must be an array of ${n} numbers, got ${describe(list)}`);
   }
-  const arr = Array.from(list as ArrayLike<number>);
-  if (arr.length !== n) fail('ERR_ARG', call, `${what} must have one entry per rank (${n}), got ${arr.length}`);
+  const arr = list as ArrayLike<number>;
+  if (arr.length !== n) fail('ERR_ARG', call, `${what} ${which} must have one entry per rank (${n}), got ${arr.length}`);
   for (let r = 0; r < n; r++) {
     const v = arr[r];
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
-      fail(code, call, `${what}[${r}] must be a non-negative integer, got ${describe(v)}`);
+      fail(code, call, `${what} ${which}[${r}] must be a non-negative integer, got ${describe(v)}`);
     }
   }
   return arr;
+}
+
+// `n` copies of `type`, shared between calls (never written once made).
+let sameTypes: Datatype[] = [];
+function typesOf(type: Datatype, n: number): readonly Datatype[] {
+  if (sameTypes.length !== n || sameTypes[0] !== type) sameTypes = new Array<Datatype>(n).fill(type);
+  return sameTypes;
 }
 
 function vParts(call: string, what: string, spec: unknown): unknown[] {
@@ -200,8 +212,8 @@ function vParts(call: string, what: string, spec: unknown): unknown[] {
 }
 
 function checkBlocks(call: string, what: string, view: ArrayBufferView, bytes: Float64Array, displs: Float64Array,
-  counts?: readonly number[], types?: readonly Datatype[]): void {
-  for (let r = 0; r < bytes.length; r++) {
+  counts: ArrayLike<number>, types: readonly Datatype[]): void {
+  for (let r = 0; r < counts.length; r++) {
     const t = types?.[r];
     if (t && !t.predefined) {
       const [lo, hi] = t.span(counts![r]!);
@@ -216,13 +228,18 @@ function checkBlocks(call: string, what: string, view: ArrayBufferView, bytes: F
   }
 }
 
-/** Resolves a v-spec for a communicator of `n` ranks. */
-export function resolveV(call: string, what: string, spec: unknown, n: number): ResolvedV {
+/**
+ * Resolves a v-spec for a communicator of `n` ranks. With `slot`, the byte
+ * counts and displacements go to the off-heap argument lists `slot` and
+ * `slot + 1` (lib/args.ts), good until the next call fills them; without,
+ * to arrays of their own.
+ */
+export function resolveV(call: string, what: string, spec: unknown, n: number, slot?: number): ResolvedV {
   const parts = vParts(call, what, spec);
   const view = asView(call, what, parts[0]);
-  const counts = intList(call, `${what} counts`, parts[1], n, 'ERR_COUNT');
+  const counts = intList(call, what, 'counts', parts[1], n, 'ERR_COUNT');
   const type = parts[3] === undefined ? inferType(view) : checkDatatype(parts[3], call, `${what} datatype`);
-  const bytes = new Float64Array(n), displs = new Float64Array(n);
+  const [bytes, displs] = lists(n, slot);
   if (parts[2] === undefined || parts[2] === null) {
     let at = 0;
     for (let r = 0; r < n; r++) {
@@ -230,27 +247,32 @@ export function resolveV(call: string, what: string, spec: unknown, n: number): 
       at += counts[r]!;
     }
   } else {
-    const d = intList(call, `${what} displs`, parts[2], n, 'ERR_ARG');
+    const d = intList(call, what, 'displs', parts[2], n, 'ERR_ARG');
     for (let r = 0; r < n; r++) displs[r] = d[r]! * type.extent;
   }
   for (let r = 0; r < n; r++) bytes[r] = counts[r]! * type.extent;
-  const types = new Array<Datatype>(n).fill(type);
+  const types = typesOf(type, n);
   checkBlocks(call, what, view, bytes, displs, counts, types);
   return { view, counts, types, bytes, displs };
 }
 
-/** Resolves a w-spec (alltoallw) for a communicator of `n` ranks. */
-export function resolveW(call: string, what: string, spec: unknown, n: number): ResolvedV {
+function lists(n: number, slot: number | undefined): [Float64Array, Float64Array] {
+  if (slot === undefined) return [new Float64Array(n), new Float64Array(n)];
+  return [argList(slot, n), argList(slot + 1, n)];
+}
+
+/** Resolves a w-spec (alltoallw) for a communicator of `n` ranks; `slot` as for resolveV. */
+export function resolveW(call: string, what: string, spec: unknown, n: number, slot?: number): ResolvedV {
   const parts = vParts(call, what, spec);
   if (parts.length !== 4) fail('ERR_ARG', call, `${what} must be [buf, counts, byteDispls, datatypes], got an array of length ${parts.length}`);
   const view = asView(call, what, parts[0]);
-  const counts = intList(call, `${what} counts`, parts[1], n, 'ERR_COUNT');
-  const d = intList(call, `${what} byteDispls`, parts[2], n, 'ERR_ARG');
+  const counts = intList(call, what, 'counts', parts[1], n, 'ERR_COUNT');
+  const d = intList(call, what, 'byteDispls', parts[2], n, 'ERR_ARG');
   if (!Array.isArray(parts[3]) || parts[3].length !== n) {
     fail('ERR_ARG', call, `${what} datatypes must list one Datatype per rank (${n}), got ${describe(parts[3])}`);
   }
   const types = (parts[3] as unknown[]).map((t, r) => checkDatatype(t, call, `${what} datatypes[${r}]`));
-  const bytes = new Float64Array(n), displs = new Float64Array(n);
+  const [bytes, displs] = lists(n, slot);
   for (let r = 0; r < n; r++) {
     bytes[r] = counts[r]! * types[r]!.extent;
     displs[r] = d[r]!;
@@ -390,6 +412,9 @@ export function stageMove(m: Resolved, side: Side, blocks = 1): Resolved {
 /** @internal The wire form of a v- or w-spec: blocks packed one after another. */
 export function stageMoveV(v: ResolvedV, side: Side): ResolvedV {
   if (v.types.every((t) => t.contiguous)) return v;
+  // The pack and unpack below may run later (nonblocking, persistent): they
+  // keep copies of the caller's counts and of argument-list slots.
+  v = { ...v, counts: Array.from(v.counts), displs: v.displs.slice(0, v.counts.length) };
   const n = v.counts.length;
   const bytes = new Float64Array(n), displs = new Float64Array(n);
   let at = 0;

@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url';
 import type { UserOpSpec } from './op.js';
 
 type View = ArrayBufferView;
+/** Per-rank doubles for the addon (lib/args.ts). */
+type List = Float64Array | Uint8Array;
 
 export interface NativeAddon {
   setErrorFactory(make: (errorClass: number, message: string, cause?: unknown) => Error): void;
@@ -42,16 +44,19 @@ export interface NativeAddon {
     user: UserOpSpec | undefined, mode: number): number | undefined;
   allreduce(comm: number, send: View | null, recv: View, count: number, type: number, op: number, user: UserOpSpec | undefined, mode: number): number | undefined;
 
-  /** Counts and displacements are Float64Arrays of bytes, one entry per rank. */
-  gatherv(comm: number, send: View | null, sendBytes: number, recv: View | null, recvBytes: Float64Array | null,
-    recvDispls: Float64Array | null, root: number, mode: number): number | undefined;
-  scatterv(comm: number, send: View | null, sendBytes: Float64Array | null, sendDispls: Float64Array | null,
+  /**
+   * Counts and displacements (Lists) are doubles in native byte order, one
+   * per rank, in bytes: Float64Arrays, or byte views of them (lib/args.ts).
+   */
+  gatherv(comm: number, send: View | null, sendBytes: number, recv: View | null, recvBytes: List | null,
+    recvDispls: List | null, root: number, mode: number): number | undefined;
+  scatterv(comm: number, send: View | null, sendBytes: List | null, sendDispls: List | null,
     recv: View | null, recvBytes: number, root: number, mode: number): number | undefined;
-  allgatherv(comm: number, send: View | null, sendBytes: number, recv: View, recvBytes: Float64Array, recvDispls: Float64Array, mode: number): number | undefined;
-  alltoallv(comm: number, send: View | null, sendBytes: Float64Array | null, sendDispls: Float64Array | null,
-    recv: View, recvBytes: Float64Array, recvDispls: Float64Array, mode: number): number | undefined;
+  allgatherv(comm: number, send: View | null, sendBytes: number, recv: View, recvBytes: List, recvDispls: List, mode: number): number | undefined;
+  alltoallv(comm: number, send: View | null, sendBytes: List | null, sendDispls: List | null,
+    recv: View, recvBytes: List, recvDispls: List, mode: number): number | undefined;
   /** counts in items, one per rank. */
-  reduceScatter(comm: number, send: View | null, recv: View, counts: Float64Array, type: number, op: number, user: UserOpSpec | undefined, mode: number): number | undefined;
+  reduceScatter(comm: number, send: View | null, recv: View, counts: List, type: number, op: number, user: UserOpSpec | undefined, mode: number): number | undefined;
   scan(comm: number, send: View | null, recv: View, count: number, type: number, op: number, exclusive: boolean, user: UserOpSpec | undefined, mode: number): number | undefined;
 
   // communicator management (lib/comm.ts)

@@ -49,6 +49,17 @@ inline Bytes bytes_arg(const Napi::CallbackInfo& info, size_t i, const char* cal
   throw_mpi(env, ErrorClass::BUFFER, std::string(call) + ": " + what + " must be a TypedArray or DataView");
 }
 
+// `b` (already unwrapped) must hold `needed` bytes.
+inline const Bytes& need(const Napi::CallbackInfo& info, const Bytes& b, size_t needed, const char* call,
+                         const char* what) {
+  if (!b.data || b.length < needed) {
+    throw_mpi(info.Env(), ErrorClass::BUFFER,
+              std::string(call) + ": " + what + " holds " + std::to_string(b.length) + " bytes, " +
+                  std::to_string(needed) + " needed");
+  }
+  return b;
+}
+
 inline Bytes need_bytes(const Napi::CallbackInfo& info, size_t i, size_t needed, const char* call,
                         const char* what) {
   Bytes b = bytes_arg(info, i, call, what);

@@ -14,13 +14,37 @@
 namespace nodempi::napi {
 namespace {
 
-// A Float64Array of n non-negative integers, as size_t.
-std::vector<size_t> sizes_arg(const Napi::CallbackInfo& info, size_t i, uint32_t n, const char* call, const char* what) {
+// Per-rank sizes, held inline up to kInline ranks: a small v-collective
+// then allocates nothing for them, neither here nor in the job's copy.
+class Sizes {
+ public:
+  Sizes() = default;
+  explicit Sizes(size_t n) : n_(n) {
+    if (n > kInline) heap_.resize(n);
+  }
+  size_t* data() { return n_ > kInline ? heap_.data() : inline_; }
+  const size_t* data() const { return n_ > kInline ? heap_.data() : inline_; }
+  size_t size() const { return n_; }
+  size_t& operator[](size_t r) { return data()[r]; }
+  size_t operator[](size_t r) const { return data()[r]; }
+  const size_t* begin() const { return data(); }
+  const size_t* end() const { return data() + n_; }
+
+ private:
+  static constexpr size_t kInline = 8;
+  size_t n_ = 0;
+  size_t inline_[kInline] = {};
+  std::vector<size_t> heap_;
+};
+
+// n non-negative integers stored as doubles (a Float64Array, or a byte view
+// of one: lib/args.ts), as size_t.
+Sizes sizes_arg(const Napi::CallbackInfo& info, size_t i, uint32_t n, const char* call, const char* what) {
   Bytes b = bytes_arg(info, i, call, what);
   if (!b.data || b.length < n * sizeof(double)) {
     throw_mpi(info.Env(), ErrorClass::ARG, std::string(call) + ": " + what + " must list one value per rank");
   }
-  std::vector<size_t> out(n);
+  Sizes out(n);
   for (uint32_t r = 0; r < n; ++r) {
     double d;
     std::memcpy(&d, b.data + r * sizeof(double), sizeof d);
@@ -33,8 +57,8 @@ std::vector<size_t> sizes_arg(const Napi::CallbackInfo& info, size_t i, uint32_t
 }
 
 // Every block [displ, displ + bytes) must lie inside the buffer.
-void check_blocks(const Napi::CallbackInfo& info, const Bytes& buf, const std::vector<size_t>& bytes,
-                  const std::vector<size_t>& displs, const char* call, const char* what) {
+void check_blocks(const Napi::CallbackInfo& info, const Bytes& buf, const Sizes& bytes, const Sizes& displs,
+                  const char* call, const char* what) {
   for (size_t r = 0; r < bytes.size(); ++r) {
     if (bytes[r] == 0) continue;
     if (!buf.data || displs[r] > buf.length || bytes[r] > buf.length - displs[r]) {
@@ -56,8 +80,8 @@ Napi::Value Gatherv(const Napi::CallbackInfo& info) {
   size_t send_bytes = size_arg(info, 2, "gatherv", "send byte count");
   uint32_t root = any_root_arg(info, 6, c, "gatherv");
   Bytes send = bytes_arg(info, 1, "gatherv", "send buffer");
-  if (send.data || c.rank() != root) need_bytes(info, 1, send_bytes, "gatherv", "send buffer");
-  std::vector<size_t> rb, rd;
+  if (send.data || c.rank() != root) need(info, send, send_bytes, "gatherv", "send buffer");
+  Sizes rb, rd;
   Bytes recv{nullptr, 0};
   if (c.rank() == root) {
     recv = bytes_arg(info, 3, "gatherv", "receive buffer");
@@ -78,8 +102,8 @@ Napi::Value Scatterv(const Napi::CallbackInfo& info) {
   size_t recv_bytes = size_arg(info, 5, "scatterv", "receive byte count");
   uint32_t root = any_root_arg(info, 6, c, "scatterv");
   Bytes recv = bytes_arg(info, 4, "scatterv", "receive buffer");
-  if (recv.data || c.rank() != root) need_bytes(info, 4, recv_bytes, "scatterv", "receive buffer");
-  std::vector<size_t> sb, sd;
+  if (recv.data || c.rank() != root) need(info, recv, recv_bytes, "scatterv", "receive buffer");
+  Sizes sb, sd;
   Bytes send{nullptr, 0};
   if (c.rank() == root) {
     send = bytes_arg(info, 1, "scatterv", "send buffer");
@@ -99,10 +123,10 @@ Napi::Value Allgatherv(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "allgatherv");
   size_t send_bytes = size_arg(info, 2, "allgatherv", "send byte count");
   Bytes send = bytes_arg(info, 1, "allgatherv", "send buffer");
-  if (send.data) need_bytes(info, 1, send_bytes, "allgatherv", "send buffer");
+  if (send.data) need(info, send, send_bytes, "allgatherv", "send buffer");
   Bytes recv = bytes_arg(info, 3, "allgatherv", "receive buffer");
-  std::vector<size_t> rb = sizes_arg(info, 4, c.size(), "allgatherv", "receive counts");
-  std::vector<size_t> rd = sizes_arg(info, 5, c.size(), "allgatherv", "receive displacements");
+  Sizes rb = sizes_arg(info, 4, c.size(), "allgatherv", "receive counts");
+  Sizes rd = sizes_arg(info, 5, c.size(), "allgatherv", "receive displacements");
   check_blocks(info, recv, rb, rd, "allgatherv", "receive buffer");
   coll::Context* cp = &c;
   return dispatch(info, {comm_handle(info), [=] {
@@ -115,15 +139,15 @@ Napi::Value Allgatherv(const Napi::CallbackInfo& info) {
 Napi::Value Alltoallv(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "alltoallv");
   Bytes send = bytes_arg(info, 1, "alltoallv", "send buffer");
-  std::vector<size_t> sb, sd;
+  Sizes sb, sd;
   if (send.data) {
     sb = sizes_arg(info, 2, c.size(), "alltoallv", "send counts");
     sd = sizes_arg(info, 3, c.size(), "alltoallv", "send displacements");
     check_blocks(info, send, sb, sd, "alltoallv", "send buffer");
   }
   Bytes recv = bytes_arg(info, 4, "alltoallv", "receive buffer");
-  std::vector<size_t> rb = sizes_arg(info, 5, c.size(), "alltoallv", "receive counts");
-  std::vector<size_t> rd = sizes_arg(info, 6, c.size(), "alltoallv", "receive displacements");
+  Sizes rb = sizes_arg(info, 5, c.size(), "alltoallv", "receive counts");
+  Sizes rd = sizes_arg(info, 6, c.size(), "alltoallv", "receive displacements");
   check_blocks(info, recv, rb, rd, "alltoallv", "receive buffer");
   coll::Context* cp = &c;
   return dispatch(info, {comm_handle(info), [=] {
@@ -137,11 +161,11 @@ Napi::Value ReduceScatter(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "reduceScatter");
   std::shared_ptr<UserOp> user;
   coll::Combiner op = combiner_arg(info, 4, 5, 6, user, "reduceScatter");
-  std::vector<size_t> counts = sizes_arg(info, 3, c.size(), "reduceScatter", "receive counts");
+  Sizes counts = sizes_arg(info, 3, c.size(), "reduceScatter", "receive counts");
   size_t total = 0;
   for (size_t k : counts) total += k;
   Bytes send = bytes_arg(info, 1, "reduceScatter", "send buffer");
-  if (send.data) need_bytes(info, 1, total * op.item, "reduceScatter", "send buffer");
+  if (send.data) need(info, send, total * op.item, "reduceScatter", "send buffer");
   Bytes recv = need_bytes(info, 2, (send.data ? counts[c.rank()] : total) * op.item, "reduceScatter", "receive buffer");
   coll::Context* cp = &c;
   UserOp* u = user.get();
@@ -161,7 +185,7 @@ Napi::Value Scan(const Napi::CallbackInfo& info) {
   std::shared_ptr<UserOp> user;
   coll::Combiner op = combiner_arg(info, 4, 5, 7, user, call);
   Bytes send = bytes_arg(info, 1, call, "send buffer");
-  if (send.data) need_bytes(info, 1, count * op.item, call, "send buffer");
+  if (send.data) need(info, send, count * op.item, call, "send buffer");
   Bytes recv = need_bytes(info, 2, count * op.item, call, "receive buffer");
   coll::Context* cp = &c;
   UserOp* u = user.get();
@@ -180,10 +204,10 @@ Napi::Value ExchangeFold(const Napi::CallbackInfo& info) {
   coll::Combiner op = combiner_arg(info, 7, 8, 9, user, call);
   size_t count = size_arg(info, 6, call, "count");
   Bytes send = bytes_arg(info, 1, call, "send buffer");
-  std::vector<size_t> sb = sizes_arg(info, 2, c.size(), call, "send counts");
-  std::vector<size_t> sd = sizes_arg(info, 3, c.size(), call, "send displacements");
+  Sizes sb = sizes_arg(info, 2, c.size(), call, "send counts");
+  Sizes sd = sizes_arg(info, 3, c.size(), call, "send displacements");
   check_blocks(info, send, sb, sd, call, "send buffer");
-  std::vector<size_t> rb = sizes_arg(info, 5, c.size(), call, "receive counts");
+  Sizes rb = sizes_arg(info, 5, c.size(), call, "receive counts");
   bool any = false;
   for (size_t b : rb) {
     if (b != 0 && b != count * op.item) throw_mpi(info.Env(), ErrorClass::INTERN, std::string(call) + ": inconsistent block size");

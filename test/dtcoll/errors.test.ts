@@ -23,6 +23,7 @@ const edges: [string, string][] = [
   ['reduce-scatter-extra', 'reduceScatter leaves receive items past recvcounts[rank] alone'],
   ['pair-padding', 'DOUBLE_INT receives leave the padding after each pair alone'],
   ['pair-signature', 'struct { double; int } and DOUBLE_INT match'],
+  ['requests-keep-lists', 'nonblocking and persistent v-collectives on derived types keep their own lists'],
 ];
 
 describe('derived datatype edge rules', () => {
