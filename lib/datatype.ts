@@ -889,9 +889,10 @@ export class Datatype {
 
 
 /** Checks that `dt` is a usable datatype for communication in `call`. */
-export function checkDatatype(dt: unknown, call: string, what: string): Datatype {
-  if (!(dt instanceof Datatype)) fail('ERR_TYPE', call, `${what} must be a Datatype, got ${typeof dt === 'object' ? String(dt) : typeof dt}`);
-  if (dt.freed) fail('ERR_TYPE', call, `${what} ${dt.name} has been freed`);
-  if (!dt.committed) fail('ERR_TYPE', call, `${what} ${dt.name} is not committed (call commit() first)`);
+export function checkDatatype(dt: unknown, call: string, what: string, whatMore = ''): Datatype {
+  // `what` + `whatMore` names it: joined only for an error, as this runs at every call.
+  if (!(dt instanceof Datatype)) fail('ERR_TYPE', call, `${what}${whatMore} must be a Datatype, got ${typeof dt === 'object' ? String(dt) : typeof dt}`);
+  if (dt.freed) fail('ERR_TYPE', call, `${what}${whatMore} ${dt.name} has been freed`);
+  if (!dt.committed) fail('ERR_TYPE', call, `${what}${whatMore} ${dt.name} is not committed (call commit() first)`);
   return dt;
 }

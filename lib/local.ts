@@ -15,7 +15,7 @@ export function reduceLocal(inbuf: Msg, inoutbuf: Msg, op: Op): void {
   const a = resolve('reduceLocal', 'inbuf', inbuf);
   matches('reduceLocal', 'inbuf', a, io);
   checkOp(op, io.type, 'reduceLocal');
-  combine(a, io, io, op);
+  combine(a, io, io, op, 'reduceLocal');
 }
 
 // The common calls, whole TypedArrays of one kind and a predefined op, with
@@ -34,7 +34,7 @@ function quick(inbuf: unknown, inoutbuf: unknown, op: unknown): boolean {
   if (op.id < 0) return codes.length > 0 && !overlapsAt(inbuf, inbuf.byteLength, io, io.byteLength) && quickUser(inbuf, io, op);
   const code = codes[op.id];
   if (code === undefined || code < 0) return false;
-  kernel(inbuf, io, io, codes, code);
+  kernel(inbuf, io, io, io.length, code, codes);
   return true;
 }
 
@@ -58,7 +58,7 @@ function quick3(inbuf: unknown, argbuf: unknown, inoutbuf: unknown, op: unknown)
   if (!alike(a, io) || !alike(argbuf, io)) return false;
   const codes = codesOf(io), code = codes[op.id];
   if (code === undefined || code < 0) return false;
-  kernel(a, argbuf, io, codes, code | LOCALS);
+  kernel(a, argbuf, io, io.length, code | LOCALS, codes);
   return true;
 }
 
@@ -97,17 +97,29 @@ let lastCodes: Int32Array | null = null, lastGen = -1, bytesA = 0, bytesB = 0, b
 // The recorded arrays again under op `id` (the caller compared them).
 function again(id: number, flags = 0): boolean {
   const code = lastCodes![id];
-  if (code === undefined || code < 0 || slots[2] !== lastGen || trueBytes(lastOut!) !== bytesOut ||
-    trueBytes(lastA as Uint8Array) !== bytesA || lastB !== lastOut && trueBytes(lastB as Uint8Array) !== bytesB) return false;
-  slots[0] = lastOut!.length;
-  slots[1] = code | flags;
-  native.reduceLast();
+  if (code === undefined || code < 0 || !fresh()) return false;
+  last(lastOut!.length, code | flags);
   return true;
 }
 
-function kernel(a: Uint8Array, b: Uint8Array, out: Uint8Array, codes: Int32Array, code: number): void {
-  if (b === out) native.reduceLocal(a, out, out.length, code);
-  else native.reduceLocal(a, b, out, out.length, code);
+// The recorded arrays (the caller compared the objects) are as recorded.
+function fresh(): boolean {
+  return slots[2] === lastGen && trueBytes(lastOut!) === bytesOut && trueBytes(lastA as Uint8Array) === bytesA &&
+    (lastB === lastOut || trueBytes(lastB as Uint8Array) === bytesB);
+}
+
+function last(count: number, code: number): void {
+  slots[0] = count;
+  slots[1] = code;
+  native.reduceLast();
+}
+
+// out = a op b over `count` items of TypedArrays, a predefined op's kernel
+// `code`; `codes` are those of out's class, for quick()'s next call.
+function kernel(a: Uint8Array, b: Uint8Array, out: Uint8Array, count: number, code: number, codes = codesOf(out)): void {
+  if (a === lastA && b === lastB && out === lastOut && fresh()) return last(count, code);
+  if (b === out) native.reduceLocal(a, out, count, code);
+  else native.reduceLocal(a, b, out, count, code);
   lastGen = slots[2]!;
   if (lastGen < 0) {
     lastA = lastB = lastOut = lastCodes = null;
@@ -115,6 +127,10 @@ function kernel(a: Uint8Array, b: Uint8Array, out: Uint8Array, codes: Int32Array
   }
   lastA = a, lastB = b, lastOut = out, lastCodes = codes;
   bytesA = slots[3]!, bytesB = slots[4]!, bytesOut = slots[5]!;
+}
+
+function typed(v: ArrayBufferView): v is Uint8Array {
+  return !(v instanceof DataView);
 }
 
 // Per TypedArray class: the kernel code (basic type | op id << 8) of each
@@ -146,7 +162,7 @@ export function reduceLocals(inbuf: Msg | typeof IN_PLACE, argbuf: Msg | typeof 
   matches('reduceLocals', 'inbuf', a, io);
   matches('reduceLocals', 'argbuf', b, io);
   checkOp(op, io.type, 'reduceLocals');
-  combine(a, b, io, op);
+  combine(a, b, io, op, 'reduceLocals');
 }
 
 // out = a op b in the kernels. Predefined types (and user ops on dense
@@ -154,8 +170,14 @@ export function reduceLocals(inbuf: Msg | typeof IN_PLACE, argbuf: Msg | typeof 
 // go through the collectives' staging: a predefined op on each basic
 // element in kernel layout, a user op on whole items, and only the type
 // map's bytes of the output written back.
-function combine(a: Resolved, b: Resolved, io: Resolved, op: Op): void {
+function combine(a: Resolved, b: Resolved, io: Resolved, op: Op, call: 'reduceLocal' | 'reduceLocals'): void {
   const t = io.type, user = op.id < 0;
+  if (t.predefined && !user && typed(a.view) && typed(b.view) && typed(io.view)) {
+    kernel(a.view, b.view, io.view, io.count, t.basic | op.id << 8 | (call === 'reduceLocals' ? LOCALS : 0));
+    return;
+  }
+  apart(call, 'inbuf', a, io);
+  apart(call, 'argbuf', b, io);
   if (user && (t.predefined || t.contiguous) && callUser(a, b, io, op)) return;
   if (t.predefined || (user && t.contiguous)) {
     native.reduceLocals(a.view, b.view, io.view, io.count, user ? -1 : t.basic | op.id << 8, userOpSpec(op, t));
@@ -198,7 +220,12 @@ function matches(call: string, what: string, m: Resolved, io: Resolved): void {
     fail('ERR_TYPE', call, `${what} datatype ${m.type.name} differs from inoutbuf datatype ${io.type.name}`);
   }
   if (m.count !== io.count) fail('ERR_COUNT', call, `${what} count ${m.count} differs from inoutbuf count ${io.count}`);
-  if (overlapsAt(m.view, m.bytes, io.view, io.bytes)) {
+}
+
+// The overlap check of the paths that do not reach the addon's fast entry
+// (which makes its own, for nothing).
+function apart(call: string, what: string, m: Resolved, io: Resolved): void {
+  if (m !== io && overlapsAt(m.view, m.bytes, io.view, io.bytes)) {
     fail('ERR_BUFFER', call, `${what} overlaps inoutbuf at a different offset (${m.view.byteOffset} vs ${io.view.byteOffset}); pass IN_PLACE or separate buffers`);
   }
 }

@@ -91,13 +91,13 @@ function parse(call: string, what: string, spec: unknown): Parsed {
   if (spec === IN_PLACE) fail('ERR_ARG', call, `IN_PLACE is not allowed for ${what} here`);
   if (Array.isArray(spec) && spec.length > 0 && isBuffer(spec[0])) {
     if (spec.length === 2) {
-      return { view: asView(call, what, spec[0]), count: undefined, type: checkDatatype(spec[1], call, `${what} datatype`) };
+      return { view: asView(call, what, spec[0]), count: undefined, type: checkDatatype(spec[1], call, what, ' datatype') };
     }
     if (spec.length === 3) {
       return {
         view: asView(call, what, spec[0]),
         count: checkCount(call, what, spec[1]),
-        type: checkDatatype(spec[2], call, `${what} datatype`),
+        type: checkDatatype(spec[2], call, what, ' datatype'),
       };
     }
     fail('ERR_ARG', call, `${what} must be buf, [buf, datatype] or [buf, count, datatype], got an array of length ${spec.length}`);
@@ -238,7 +238,7 @@ export function resolveV(call: string, what: string, spec: unknown, n: number, s
   const parts = vParts(call, what, spec);
   const view = asView(call, what, parts[0]);
   const counts = intList(call, what, 'counts', parts[1], n, 'ERR_COUNT');
-  const type = parts[3] === undefined ? inferType(view) : checkDatatype(parts[3], call, `${what} datatype`);
+  const type = parts[3] === undefined ? inferType(view) : checkDatatype(parts[3], call, what, ' datatype');
   const [bytes, displs] = lists(n, slot);
   if (parts[2] === undefined || parts[2] === null) {
     let at = 0;
