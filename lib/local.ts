@@ -137,14 +137,13 @@ function typed(v: ArrayBufferView): v is Uint8Array {
 // predefined op on the datatype the array implies, -1 where the op is not
 // defined on it. Empty for classes that imply no predefined type.
 const kernelCodes = new Map<unknown, Int32Array>();
-const predefinedOps = [Op.MAX, Op.MIN, Op.SUM, Op.PROD, Op.LAND, Op.BAND, Op.LOR, Op.BOR, Op.LXOR, Op.BXOR, Op.MAXLOC, Op.MINLOC];
 
 function codesOf(view: ArrayBufferView): Int32Array {
   const known = kernelCodes.get(view.constructor);
   if (known) return known;
   const t = view instanceof DataView ? undefined : bareType(view);
-  const codes = new Int32Array(t ? predefinedOps.length : 0).fill(-1);
-  if (t) for (const op of predefinedOps) codes[op.id] = opAllows(op, t) ? t.basic | op.id << 8 : -1;
+  const codes = new Int32Array(t ? Op.predefined.length : 0).fill(-1);
+  if (t) for (const op of Op.predefined) codes[op.id] = opAllows(op, t) ? t.basic | op.id << 8 : -1;
   kernelCodes.set(view.constructor, codes);
   return codes;
 }

@@ -90,6 +90,12 @@ export class Op {
   static readonly MINLOC = new Op(11, 'MINLOC', true);
   static readonly REPLACE = new Op(12, 'REPLACE', false);
   static readonly NO_OP = new Op(13, 'NO_OP', false);
+
+  /** Every predefined op, in the order of their native numbers (`predefined[op.id] === op`). */
+  static readonly predefined: readonly Op[] = Object.freeze([
+    Op.MAX, Op.MIN, Op.SUM, Op.PROD, Op.LAND, Op.BAND, Op.LOR, Op.BOR, Op.LXOR, Op.BXOR, Op.MAXLOC, Op.MINLOC,
+    Op.REPLACE, Op.NO_OP,
+  ]);
 }
 
 /** @internal Whether predefined `op` is defined on `dt`. */

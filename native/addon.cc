@@ -3,7 +3,6 @@
 
 #include "napi/progress.h"
 #include "napi/state.h"
-#include "napi/user_op.h"
 
 namespace {
 

@@ -13,7 +13,23 @@
 namespace nodempi::napi {
 
 struct Progress;     // napi/progress.cc
-struct UserScratch;  // napi/user_op.h (which the deleter of State needs)
+
+// The scratch a user function's views live in (napi/user_op.cc), one per
+// environment, kept between calls: creating external ArrayBuffers over the
+// collective's memory and detaching them after each call (so no view
+// outlives that memory) costs microseconds per call, and the first detach
+// invalidates V8's "no ArrayBuffer was ever detached" assumption, which
+// slows every TypedArray access in the process by about 1.5x from then on.
+// Copies of a slot-sized chunk cost far less.
+struct UserScratch {
+  Napi::Reference<Napi::ArrayBuffer> in, inout;
+  size_t capacity = 0;
+  // The views of the last call, reused while kind and length stay the same.
+  int kind = -2;
+  size_t bytes = 0;
+  Napi::Reference<Napi::Value> in_view, inout_view;
+  bool busy = false;  // a call is running (a nested one gets its own buffers)
+};
 
 // The views of reduceLocal's last fast call, so that the next call on the
 // same arrays need not unwrap them again (napi/local_binding.cc says when
@@ -40,7 +56,7 @@ struct State {
   Progress* progress = nullptr;        // created at the first nonblocking call
   datatype::Registry types;            // committed datatypes by handle
   bool keep_segment = false;           // a progress thread may still use it
-  std::unique_ptr<UserScratch> user_scratch;
+  UserScratch user_scratch;
   LastLocal last_local;
 
   static State& of(Napi::Env env) { return *env.GetInstanceData<State>(); }

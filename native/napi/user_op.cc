@@ -52,8 +52,7 @@ void UserOp::call_here(const void* a, const void* b, void* out, size_t n) {
   Napi::HandleScope scope(env_);
   const size_t bytes = n * item_;
   State& state = State::of(env_);
-  if (!state.user_scratch) state.user_scratch = std::make_unique<UserScratch>();
-  UserScratch& s = *state.user_scratch;
+  UserScratch& s = state.user_scratch;
   const bool shared = !s.busy;
   Napi::ArrayBuffer in_buf, inout_buf;
   Napi::Value in_view, inout_view;

@@ -14,23 +14,6 @@ namespace nodempi::napi {
 
 struct Progress;
 
-// The scratch a user function's views live in, one per environment, kept
-// between calls: creating external ArrayBuffers over the collective's memory
-// and detaching them after each call (so no view outlives that memory)
-// costs microseconds per call, and the first detach invalidates V8's
-// "no ArrayBuffer was ever detached" assumption, which slows every
-// TypedArray access in the process by about 1.5x from then on. Copies of a
-// slot-sized chunk cost far less.
-struct UserScratch {
-  Napi::Reference<Napi::ArrayBuffer> in, inout;
-  size_t capacity = 0;
-  // The views of the last call, reused while kind and length stay the same.
-  int kind = -2;
-  size_t bytes = 0;
-  Napi::Reference<Napi::Value> in_view, inout_view;
-  bool busy = false;  // a call is running (a nested one gets its own buffers)
-};
-
 class UserOp {
  public:
   // `spec` is { fn, datatype, kind, item } from lib/: kind is the

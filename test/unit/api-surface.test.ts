@@ -37,6 +37,10 @@ describe('the public API', () => {
 
   it('has every predefined op, the datatype constructors, and the request helpers', () => {
     for (const op of OPS) expect(mpi.Op[op as keyof typeof mpi.Op], op).toBeInstanceOf(mpi.Op);
+    // Op.predefined lists them all, indexed by their native numbers.
+    expect(mpi.Op.predefined.map((op) => op.name).sort()).toEqual([...OPS].sort());
+    mpi.Op.predefined.forEach((op, i) => expect(op.id, op.name).toBe(i));
+    expect(Object.isFrozen(mpi.Op.predefined)).toBe(true);
     expect(typeof mpi.Op.create).toBe('function');
     const D = mpi.Datatype as unknown as Record<string, unknown>;
     for (const c of TYPE_CONSTRUCTORS) expect(typeof D[c], c).toBe('function');
