@@ -6,6 +6,7 @@
  * v-collective over that merged context, with zero counts for the ranks of
  * the sending side's own group, so it is queued and matched like any other.
  */
+import { argList } from './args.js';
 import { Comm, registerIntercomm, type CollectiveName, type Intercomm as IntercommShape } from './comm.js';
 import { CONGRUENT, IDENT, IN_PLACE, PROC_NULL, ROOT, SIMILAR, UNEQUAL } from './constants.js';
 import { BasicType, Datatype } from './datatype.js';
@@ -138,7 +139,13 @@ export class Intercomm extends Comm implements IntercommShape {
     if (args.includes(IN_PLACE)) fail('ERR_ARG', name, 'IN_PLACE is not allowed on an intercommunicator');
     const nr = this.#remote.size;
     const size = this.#local.size + nr;
-    const zeros = () => new Float64Array(size);
+    // Per-merged-rank lists for the addon, in the off-heap argument slots
+    // (lib/args.ts): no native call here takes more than four, and each
+    // reads its lists during the call, so handing the slots out in turn is
+    // safe. Grown, if they must be, before the first is handed out.
+    argList(0, size);
+    let next = 0;
+    const zeros = () => argList(next++ & 3, size).fill(0, 0, size);
     // Per merged rank: `bytes` to (or from) remote rank i, at displs[i].
     const toRemote = (bytes: (i: number) => number, displ: (i: number) => number): [Float64Array, Float64Array] => {
       const b = zeros(), d = zeros();
