@@ -86,8 +86,7 @@ function overlapsAt(m: ArrayBufferView, mBytes: number, io: ArrayBufferView, ioB
 // detached or shrunk buffer reads shorter, and a buffer never moves once
 // unwrapped (resizable ones grow in place). The addon records only views of
 // buffers up to 1 MiB, so holding them here never keeps much memory alive.
-const slots = new Float64Array(new ArrayBuffer(6 * 8));  // count, code | generation, bytes of a, b, out
-native.localSlots(slots.buffer);
+const slots = new Float64Array(native.localSlots());  // count, code | generation, bytes of a, b, out
 const trueBytes = Function.prototype.call.bind(
   Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'byteLength')!.get!,
 ) as (view: ArrayBufferView) => number;

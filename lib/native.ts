@@ -99,8 +99,8 @@ export interface NativeAddon {
   reduceLocal(a: View, io: View, count: number, code: number): void;
   /** reduceLocal again on the last call's views, count and code from the slots (lib/local.ts). */
   reduceLast(): void;
-  /** The 6 doubles lib/local.ts and reduceLast share. */
-  localSlots(buffer: ArrayBuffer): void;
+  /** The 6 doubles lib/local.ts and reduceLast share (one buffer per environment). */
+  localSlots(): ArrayBuffer;
 
   // datatypes
   /** Registers a committed datatype's description (lib/datatype.ts `serialize`); returns its handle. */

@@ -172,17 +172,20 @@ napi_value ReduceLast(napi_env env, napi_callback_info cbinfo) {
   return nullptr;
 }
 
-// localSlots(buffer): the 6 doubles both sides share: [count, code] written
-// by lib/ before reduceLast, [generation, bytes of a, b, out] by remember().
-void LocalSlots(const Napi::CallbackInfo& info) {
+// localSlots(): the 6 doubles both sides share, one ArrayBuffer per
+// environment: [count, code] written by lib/ before reduceLast,
+// [generation, bytes of a, b, out] by remember(). Every copy of lib/ in the
+// environment (a bundler or a test runner may load it more than once) gets
+// the same buffer, so each sees the generation the others' calls recorded.
+Napi::Value LocalSlots(const Napi::CallbackInfo& info) {
   LastLocal& last = State::of(info.Env()).last_local;
-  Napi::ArrayBuffer buf = info[0].As<Napi::ArrayBuffer>();
-  if (!info[0].IsArrayBuffer() || buf.ByteLength() < 6 * sizeof(double)) {
-    throw_mpi(info.Env(), ErrorClass::ARG, "localSlots: needs an ArrayBuffer of 6 doubles");
+  if (!last.slots) {
+    Napi::ArrayBuffer buf = Napi::ArrayBuffer::New(info.Env(), 6 * sizeof(double));
+    last.hold = Napi::Persistent(buf);
+    last.slots = static_cast<double*>(buf.Data());
+    last.slots[2] = -1;  // nothing recorded yet
   }
-  last.hold = Napi::Persistent(buf);
-  last.slots = static_cast<double*>(buf.Data());
-  last.slots[2] = last.generation;
+  return last.hold.Value();
 }
 
 }  // namespace

@@ -33,7 +33,8 @@ struct UserScratch {
 
 // The views of reduceLocal's last fast call, so that the next call on the
 // same arrays need not unwrap them again (napi/local_binding.cc says when
-// that is safe). `slots` is JS-owned memory both sides read and write.
+// that is safe). `slots` is the memory of an ArrayBuffer both sides read
+// and write.
 struct LastLocal {
   double* slots = nullptr;
   Napi::Reference<Napi::ArrayBuffer> hold;
