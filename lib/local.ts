@@ -114,8 +114,12 @@ function last(count: number, code: number): void {
 }
 
 // out = a op b over `count` items of TypedArrays, a predefined op's kernel
-// `code`; `codes` are those of out's class, for quick()'s next call.
-function kernel(a: Uint8Array, b: Uint8Array, out: Uint8Array, count: number, code: number, codes = codesOf(out)): void {
+// `code`. `codes`, those of out's class, let quick()'s next call on the same
+// arrays skip its checks; only quick() itself, whose checks they stand for,
+// passes them.
+const NO_CODES = new Int32Array(0);
+
+function kernel(a: Uint8Array, b: Uint8Array, out: Uint8Array, count: number, code: number, codes: Int32Array): void {
   if (a === lastA && b === lastB && out === lastOut && fresh()) return last(count, code);
   if (b === out) native.reduceLocal(a, out, count, code);
   else native.reduceLocal(a, b, out, count, code);
@@ -171,7 +175,9 @@ export function reduceLocals(inbuf: Msg | typeof IN_PLACE, argbuf: Msg | typeof 
 function combine(a: Resolved, b: Resolved, io: Resolved, op: Op, call: 'reduceLocal' | 'reduceLocals'): void {
   const t = io.type, user = op.id < 0;
   if (t.predefined && !user && typed(a.view) && typed(b.view) && typed(io.view)) {
-    kernel(a.view, b.view, io.view, io.count, t.basic | op.id << 8 | (call === 'reduceLocals' ? LOCALS : 0));
+    // No codes for quick(): these arrays passed checks of their own (an
+    // explicit count or datatype), not alike()'s.
+    kernel(a.view, b.view, io.view, io.count, t.basic | op.id << 8 | (call === 'reduceLocals' ? LOCALS : 0), NO_CODES);
     return;
   }
   apart(call, 'inbuf', a, io);
