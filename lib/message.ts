@@ -3,10 +3,10 @@
  * resolved to a view, a count and a datatype, with every check done before
  * anything is sent.
  */
+import { argList } from './args.js';
 import { IN_PLACE } from './constants.js';
 import { checkDatatype, Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
-import { argList } from './args.js';
 import { native } from './native.js';
 import { fromKernel, kernelType, toKernel } from './pack.js';
 
