@@ -90,12 +90,15 @@ const slots = new Float64Array(native.localSlots());  // count, code | generatio
 const trueBytes = Function.prototype.call.bind(
   Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'byteLength')!.get!,
 ) as (view: ArrayBufferView) => number;
+// Until a call is recorded the arrays are null, and no codes make sure that
+// null arguments (an error for the general path to report) never match.
+const NO_CODES: Int32Array = new Int32Array(0);
 let lastA: unknown = null, lastB: unknown = null, lastOut: Uint8Array | null = null;
-let lastCodes: Int32Array | null = null, lastGen = -1, bytesA = 0, bytesB = 0, bytesOut = 0;
+let lastCodes: Int32Array = NO_CODES, lastGen = -1, bytesA = 0, bytesB = 0, bytesOut = 0;
 
 // The recorded arrays again under op `id` (the caller compared them).
 function again(id: number, flags = 0): boolean {
-  const code = lastCodes![id];
+  const code = lastCodes[id];
   if (code === undefined || code < 0 || !fresh()) return false;
   last(lastOut!.length, code | flags);
   return true;
@@ -116,8 +119,7 @@ function last(count: number, code: number): void {
 // out = a op b over `count` items of TypedArrays, a predefined op's kernel
 // `code`. `codes`, those of out's class, let quick()'s next call on the same
 // arrays skip its checks; only quick() itself, whose checks they stand for,
-// passes them.
-const NO_CODES = new Int32Array(0);
+// passes them (others pass NO_CODES).
 
 function kernel(a: Uint8Array, b: Uint8Array, out: Uint8Array, count: number, code: number, codes: Int32Array): void {
   if (a === lastA && b === lastB && out === lastOut && fresh()) return last(count, code);
@@ -125,7 +127,8 @@ function kernel(a: Uint8Array, b: Uint8Array, out: Uint8Array, count: number, co
   else native.reduceLocal(a, b, out, count, code);
   lastGen = slots[2]!;
   if (lastGen < 0) {
-    lastA = lastB = lastOut = lastCodes = null;
+    lastA = lastB = lastOut = null;
+    lastCodes = NO_CODES;
     return;
   }
   lastA = a, lastB = b, lastOut = out, lastCodes = codes;

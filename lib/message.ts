@@ -48,7 +48,7 @@ export function bareType(view: ArrayBufferView): Datatype | undefined {
 }
 
 function inferType(view: ArrayBufferView): Datatype {
-  const direct = inferred.get(view.constructor);
+  const direct = bareType(view);
   if (direct) return direct;
   let proto: unknown = Object.getPrototypeOf(view);
   // Subclasses such as Buffer infer like their base class.

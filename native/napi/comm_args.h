@@ -61,8 +61,8 @@ inline coll::Layout layout_arg(const Napi::CallbackInfo& info, size_t buf_i, siz
   uint32_t handle = u32_arg(info, type_i);
   Bytes b = bytes_arg(info, buf_i, call, what);
   if (!b.data && optional) return coll::Layout();
-  if (handle == 0) return coll::Layout(need_bytes(info, buf_i, bytes, call, what).data);
-  if (!b.data) need_bytes(info, buf_i, bytes, call, what);
+  if (handle == 0) return coll::Layout(need(info, b, bytes, call, what).data);
+  if (!b.data) need(info, b, bytes, call, what);
   size_t count = size_arg(info, type_i + 1, call, "item count");
   try {
     std::shared_ptr<const datatype::Typemap> type = State::of(info.Env()).types.get(handle);

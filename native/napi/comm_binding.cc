@@ -39,7 +39,7 @@ Napi::Value Gather(const Napi::CallbackInfo& info) {
   uint32_t root = root_arg(info, 4, c, "gather");
   bool at_root = c.rank() == root;
   Bytes send = at_root ? bytes_arg(info, 1, "gather", "send buffer") : need_bytes(info, 1, bytes, "gather", "send buffer");
-  if (send.data && send.length < bytes) need_bytes(info, 1, bytes, "gather", "send buffer");
+  if (send.data) need(info, send, bytes, "gather", "send buffer");
   Bytes recv = at_root ? need_bytes(info, 2, bytes * c.size(), "gather", "receive buffer") : Bytes{nullptr, 0};
   coll::Context* cp = &c;
   return dispatch(info, {comm_handle(info), [=] { coll::gather(*cp, send.data, recv.data, bytes, root); }, nullptr});
@@ -53,7 +53,7 @@ Napi::Value Scatter(const Napi::CallbackInfo& info) {
   bool at_root = c.rank() == root;
   Bytes send = at_root ? need_bytes(info, 1, bytes * c.size(), "scatter", "send buffer") : Bytes{nullptr, 0};
   Bytes recv = at_root ? bytes_arg(info, 2, "scatter", "receive buffer") : need_bytes(info, 2, bytes, "scatter", "receive buffer");
-  if (recv.data && recv.length < bytes) need_bytes(info, 2, bytes, "scatter", "receive buffer");
+  if (recv.data) need(info, recv, bytes, "scatter", "receive buffer");
   coll::Context* cp = &c;
   return dispatch(info, {comm_handle(info), [=] { coll::scatter(*cp, send.data, recv.data, bytes, root); }, nullptr});
 }
@@ -75,7 +75,7 @@ Napi::Value Alltoall(const Napi::CallbackInfo& info) {
   coll::Context& c = context_arg(info, "alltoall");
   size_t bytes = size_arg(info, 3, "alltoall", "byte count");
   Bytes send = bytes_arg(info, 1, "alltoall", "send buffer");
-  if (send.data) need_bytes(info, 1, bytes * c.size(), "alltoall", "send buffer");
+  if (send.data) need(info, send, bytes * c.size(), "alltoall", "send buffer");
   Bytes recv = need_bytes(info, 2, bytes * c.size(), "alltoall", "receive buffer");
   coll::Context* cp = &c;
   return dispatch(info, {comm_handle(info), [=] { coll::alltoall(*cp, send.data, recv.data, bytes); }, nullptr});
@@ -91,7 +91,7 @@ Napi::Value Reduce(const Napi::CallbackInfo& info) {
   bool at_root = c.rank() == root;
   size_t bytes = count * op.item;
   Bytes send = bytes_arg(info, 1, "reduce", "send buffer");
-  if (send.data || !at_root) need_bytes(info, 1, bytes, "reduce", "send buffer");
+  if (send.data || !at_root) need(info, send, bytes, "reduce", "send buffer");
   Bytes recv = at_root ? need_bytes(info, 2, bytes, "reduce", "receive buffer") : Bytes{nullptr, 0};
   coll::Context* cp = &c;
   UserOp* u = user.get();
@@ -110,7 +110,7 @@ Napi::Value Allreduce(const Napi::CallbackInfo& info) {
   coll::Combiner op = combiner_arg(info, 4, 5, 6, user, "allreduce");
   size_t bytes = count * op.item;
   Bytes send = bytes_arg(info, 1, "allreduce", "send buffer");
-  if (send.data) need_bytes(info, 1, bytes, "allreduce", "send buffer");
+  if (send.data) need(info, send, bytes, "allreduce", "send buffer");
   Bytes recv = need_bytes(info, 2, bytes, "allreduce", "receive buffer");
   coll::Context* cp = &c;
   UserOp* u = user.get();
