@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Single copy (NODEMPI_CMA=1) against the slot pipeline (the default), the
-// measurement behind the default: `node bench/single_copy.mjs [--runs R]`.
+// Single copy (NODEMPI_CMA=1) against the slot pipeline (NODEMPI_CMA=0), the
+// measurement behind the default (single copy unless ranks outnumber cores):
+// `node bench/single_copy.mjs [--runs R]`.
 // Runs bench/nodempi_job.mjs (the OSU-style sweep of bench/lib/sweep.mjs)
 // in fresh jobs, alternating the two settings, at 2 and 4 ranks, and prints
 // the median of R runs per point as a markdown table; the raw runs go to
@@ -15,9 +16,9 @@ const BENCH = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(BENCH);
 const runsArg = process.argv.indexOf('--runs');
 const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 3;
-const COLLS = ['bcast', 'scatter', 'gather', 'allgather', 'alltoall'];
+const COLLS = ['bcast', 'scatter', 'gather', 'allgather', 'alltoall', 'gatherv', 'scatterv', 'allgatherv', 'alltoallv'];
 const SIZES = [65536, 262144, 1048576, 4194304];
-const SETTINGS = { slots: {}, 'single copy': { NODEMPI_CMA: '1' } };
+const SETTINGS = { slots: { NODEMPI_CMA: '0' }, 'single copy': { NODEMPI_CMA: '1' } };
 
 function job(np, env) {
   const out = execFileSync(process.execPath, [

@@ -1,11 +1,13 @@
-// The large-message paths of bcast, gather, scatter, allgather and alltoall
-// with the opt-in single copy between ranks (NODEMPI_CMA=1): from the
-// default size and from 1 byte; and its fallback (NODEMPI_CMA=fallback:
-// every rank takes the single-copy protocol but declares its copies
-// refused, so after the signature phase all fall back to the slots, the
-// path a kernel without Cross Memory Attach takes), also with small slots
-// so the fallback crosses many chunks. The default (single copy off) is
-// covered by the plain suites in test/coll.
+// The large-message paths with single copy between ranks forced on
+// (NODEMPI_CMA=1): bcast, gather, scatter, allgather and alltoall from the
+// default size and from 1 byte, and the v-collectives, whose blocks move by
+// direct copies after a first phase through the slots; forced off
+// (NODEMPI_CMA=0, the default when ranks outnumber cores); and its fallback
+// (NODEMPI_CMA=fallback: every rank takes the single-copy protocol but
+// declares its copies refused, so after the signature phase all fall back
+// to the slots, the path a kernel without Cross Memory Attach takes), also
+// with small slots so the fallback crosses many chunks. The plain suites in
+// test/coll run with the default, which depends on the machine's cores.
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { cli, explain, fixtures, run, runJob } from '../helpers/job.js';
@@ -13,12 +15,14 @@ import { cli, explain, fixtures, run, runJob } from '../helpers/job.js';
 const modes: [string, Record<string, string>][] = [
   ['single copy', { NODEMPI_CMA: '1' }],
   ['single copy from 1 byte', { NODEMPI_CMA: '1', NODEMPI_CMA_MIN: '1' }],
+  ['single copy and 8 KiB slots', { NODEMPI_CMA: '1', NODEMPI_SLOT_KB: '8' }],
+  ['single copy off', { NODEMPI_CMA: '0' }],
   ['the single-copy fallback', { NODEMPI_CMA: 'fallback', NODEMPI_CMA_MIN: '1' }],
   ['the single-copy fallback and 8 KiB slots', { NODEMPI_CMA: 'fallback', NODEMPI_CMA_MIN: '1', NODEMPI_SLOT_KB: '8' }],
 ];
 
 describe.each(modes)('data movement with %s', (_label, env) => {
-  for (const script of ['coll/bcast.mjs', 'coll/gather.mjs', 'coll/scatter.mjs', 'coll/allgather.mjs', 'coll/alltoall.mjs']) {
+  for (const script of ['coll/bcast.mjs', 'coll/gather.mjs', 'coll/scatter.mjs', 'coll/allgather.mjs', 'coll/alltoall.mjs', 'vcoll/large.mjs']) {
     for (const np of [2, 3]) {
       it(`${script} at np=${np}`, async () => {
         const r = await runJob(np, script, [], { env });
@@ -35,7 +39,7 @@ describe.each(modes)('data movement with %s', (_label, env) => {
 describe('ranks that disagree on NODEMPI_CMA', () => {
   it('throw ERR_NOT_SAME on every rank for a large message, and go on working (np=3)', async () => {
     const script = join(fixtures, 'process', 'cma-mismatch.mjs');
-    const only1 = `if [ "$NODEMPI_RANK" = 1 ]; then export NODEMPI_CMA=1; fi; exec "${process.execPath}" "${script}"`;
+    const only1 = `export NODEMPI_CMA=0; if [ "$NODEMPI_RANK" = 1 ]; then export NODEMPI_CMA=1; fi; exec "${process.execPath}" "${script}"`;
     const r = await run(process.execPath, [cli, '-n', '3', '--timeout', '30', '--', 'sh', '-c', only1]);
     expect(r.status, explain(r)).toBe(0);
     expect(r.stdout.match(/cma mismatch: rank \d passed/g)?.length, explain(r)).toBe(3);

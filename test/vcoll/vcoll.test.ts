@@ -11,5 +11,9 @@ describe('v-variants, reduce-scatter and scans', () => {
       const r = await runJob(np, 'vcoll/vcoll.mjs', ['20'], { env: { NODEMPI_SLOT_KB: '8' } });
       expect(r.status, explain(r)).toBe(0);
     });
+    it(`move blocks larger than a slot, and truncate them, at np=${np}`, async () => {
+      const r = await runJob(np, 'vcoll/large.mjs', []);
+      expect(r.status, explain(r)).toBe(0);
+    });
   }
 });

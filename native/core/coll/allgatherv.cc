@@ -2,9 +2,14 @@
 #include <cstring>
 
 #include "core/coll/coll.h"
+#include "core/coll/direct.h"
+#include "core/transport/cma.h"
 
 namespace nodempi::coll {
 
+// allgatherv_direct (large blocks, direct.h): every rank reads each peer's
+// block from where that peer keeps it, never more than the peer said it
+// sends nor more than the block holds.
 // allgatherv_flat: every rank knows every count (MPI requires the same
 // recvcounts everywhere), so all compute the same number of phases; then as
 // allgather: each rank fills its half with its next chunk and posts, and
@@ -20,18 +25,41 @@ void allgatherv(Context& c, const void* send, size_t send_bytes, void* recv, con
   if (send && mine) std::memcpy(out + recv_displs[me], in, mine);
   if (n == 1) return;
   const size_t chunk = c.half_bytes();
-  size_t phases = 1;
-  for (uint32_t r = 0; r < n; ++r) phases = std::max(phases, (recv_bytes[r] + chunk - 1) / chunk);
+  size_t phases = 1, largest = 0;
+  for (uint32_t r = 0; r < n; ++r) {
+    phases = std::max(phases, (recv_bytes[r] + chunk - 1) / chunk);
+    largest = std::max(largest, recv_bytes[r]);
+  }
   Signature sig;
   sig.kind = ALLGATHERV;
+  // The largest block decides, the same on every rank (MPI requires equal
+  // recvcounts everywhere; ranks that differ disagree on the protocol).
+  Direct d(c, largest);
+  if (d.large() && d.sign(sig, in, nullptr, "allgatherv", mine)) {
+    bool ok = true;
+    size_t truncated_from = SIZE_MAX;
+    for (uint32_t i = 1; i < n && ok; ++i) {
+      uint32_t r = (me + i) % n;
+      if (d.bytes(r) > recv_bytes[r] && truncated_from == SIZE_MAX) truncated_from = r;
+      size_t len = std::min<uint64_t>(d.bytes(r), recv_bytes[r]);
+      ok = transport::cma_read(d.pid(r), out + recv_displs[r], d.a(r), len);
+    }
+    if (d.finish(ok, "allgatherv")) {
+      if (truncated_from != SIZE_MAX) {
+        throw_truncated("allgatherv", uint32_t(truncated_from), d.bytes(uint32_t(truncated_from)), recv_bytes[truncated_from]);
+      }
+      return;
+    }
+  }
   for (size_t k = 0; k < phases; ++k) {
     size_t off = k * chunk;
-    uint32_t s = k == 0 ? c.open(sig, "allgatherv") : c.next_phase();
-    if (k) c.acquire_slot(s, "allgatherv");
+    const bool first = k == 0 && !d.signed_();
+    uint32_t s = first ? c.open(sig, "allgatherv") : c.next_phase();
+    if (!first) c.acquire_slot(s, "allgatherv");
     size_t len = mine > off ? std::min(chunk, mine - off) : 0;
     if (len) std::memcpy(c.slot(me, s), in + off, len);
     c.post(s);
-    if (k == 0) c.agree(s, "allgatherv");
+    if (first) c.agree(s, "allgatherv");
     for (uint32_t i = 1; i < n; ++i) {
       uint32_t r = (me + i) % n;
       c.wait(r, s, "allgatherv");

@@ -4,41 +4,51 @@
 
 namespace nodempi::coll {
 
-Direct::Direct(Context& c, size_t bytes)
-    : c_(c),
-      large_(c.size() > 1 && c.segment() && transport::cma_mode() != transport::CmaMode::OFF &&
-             bytes >= transport::cma_min_bytes()) {}
+namespace {
+transport::CmaMode mode_of(const Context& c) {
+  return c.size() > 1 && c.segment() ? transport::cma_mode(c.segment()->geometry().nranks) : transport::CmaMode::OFF;
+}
+}  // namespace
 
-bool Direct::sign(const Signature& sig, const void* a, const void* b, const char* what) {
-  Signature mine = sig;
-  // Bit 1: this call took the separate signature phase (compared, so ranks
-  // that disagree fail together); bit 0: this rank can copy directly.
-  const bool can = transport::cma_mode() == transport::CmaMode::ON && !c_.direct_off();
-  mine.direct = 2 | (can ? 1 : 0);
-  s_ = c_.open(mine, what);
-  SlotHeader* h = c_.header(c_.rank(), s_);
-  h->addr[0] = reinterpret_cast<uint64_t>(a);
-  h->addr[1] = reinterpret_cast<uint64_t>(b);
-  c_.post(s_);
-  c_.agree(s_, what);
-  for (uint32_t r = 0; r < c_.size(); ++r) {
-    if (!(c_.header(r, s_)->sig.direct & 1)) {
-      c_.set_direct_off();
-      return false;
-    }
+bool direct_ready(const Context& c) { return mode_of(c) == transport::CmaMode::ON && !c.direct_off(); }
+
+bool direct_all(const Context& c, uint32_t s) {
+  for (uint32_t r = 0; r < c.size(); ++r) {
+    if (!(c.header(r, s)->sig.direct & 1)) return false;
   }
   return true;
 }
 
-bool Direct::finish(bool ok, const char* what) {
-  // Every peer has posted s_ (agree waited for it), so the other half is free.
-  uint32_t s = c_.next_phase();
-  c_.header(c_.rank(), s)->addr[0] = ok ? 1 : 0;
-  c_.post(s);
-  c_.wait_all(s, what);
-  for (uint32_t r = 0; r < c_.size(); ++r) {
-    if (c_.header(r, s)->addr[0] != 1) {
-      c_.set_direct_off();
+Direct::Direct(Context& c, size_t bytes)
+    : c_(c), large_(mode_of(c) != transport::CmaMode::OFF && bytes >= transport::cma_min_bytes()) {}
+
+bool Direct::sign(const Signature& sig, const void* a, const void* b, const char* what, uint64_t bytes) {
+  Signature mine = sig;
+  // Bit 1: this call took the separate signature phase (compared, so ranks
+  // that disagree fail together); bit 0: this rank can copy directly.
+  mine.direct = 2 | (direct_ready(c_) ? 1 : 0);
+  s_ = c_.open(mine, what);
+  SlotHeader* h = c_.header(c_.rank(), s_);
+  h->addr[0] = reinterpret_cast<uint64_t>(a);
+  h->addr[1] = reinterpret_cast<uint64_t>(b);
+  h->bytes = bytes;
+  c_.post(s_);
+  c_.agree(s_, what);
+  if (direct_all(c_, s_)) return true;
+  c_.set_direct_off();
+  return false;
+}
+
+bool direct_finish(Context& c, bool ok, const char* what) {
+  // Every peer has posted the phase before (the caller waited for it), so
+  // the other half is free.
+  uint32_t s = c.next_phase();
+  c.header(c.rank(), s)->addr[0] = ok ? 1 : 0;
+  c.post(s);
+  c.wait_all(s, what);
+  for (uint32_t r = 0; r < c.size(); ++r) {
+    if (c.header(r, s)->addr[0] != 1) {
+      c.set_direct_off();
       return false;
     }
   }

@@ -1,5 +1,5 @@
-// The single-copy path of the large fixed-size collectives (bcast, gather,
-// scatter, allgather, alltoall), opt-in (transport/cma.h says why): each
+// The single-copy path of large messages (transport/cma.h says when it is
+// on): each
 // rank copies straight between its buffers and its peers', one copy per byte
 // instead of two through the slots, and two phases in all however large the
 // message.
@@ -12,6 +12,15 @@
 //      rank alike falls back to the slots for this and every later call on
 //      the communicator; the collective's slot algorithm then runs from the
 //      next phase, already signed.
+//
+// bcast, gather, scatter, allgather, alltoall and allgatherv take these
+// steps: every rank knows the size that decides. In gatherv, scatterv and
+// alltoallv only some ranks know the counts, so the choice cannot come
+// first: their first phase runs through the slots as always and carries
+// each rank's readiness (direct_ready) and what peers need to address its
+// buffers; when it shows that more phases would follow and every rank is
+// ready (direct_all), the rest of every block moves by direct copies and
+// finish() ends the call, or sends every rank back to the slots.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +28,13 @@
 #include "core/coll/context.h"
 
 namespace nodempi::coll {
+
+// Whether this rank can copy directly on `c` now: Signature::direct bit 0.
+bool direct_ready(const Context& c);
+// After the first phase `s` has been agreed: whether every rank is ready.
+bool direct_all(const Context& c, uint32_t s);
+// Step 2 above; also ends the v-collectives' direct copies.
+bool direct_finish(Context& c, bool ok, const char* what);
 
 class Direct {
  public:
@@ -30,14 +46,16 @@ class Direct {
 
   // Step 1: returns whether every rank can copy directly; then `a(r)`,
   // `b(r)` and `pid(r)` describe peer r's buffers.
-  bool sign(const Signature& sig, const void* a, const void* b, const char* what);
+  // `bytes` is published too, for peers that must not read past a buffer.
+  bool sign(const Signature& sig, const void* a, const void* b, const char* what, uint64_t bytes = 0);
   const uint8_t* a(uint32_t r) const { return reinterpret_cast<const uint8_t*>(c_.header(r, s_)->addr[0]); }
   uint8_t* b(uint32_t r) const { return reinterpret_cast<uint8_t*>(c_.header(r, s_)->addr[1]); }
   int32_t pid(uint32_t r) const { return c_.pid(r); }
+  uint64_t bytes(uint32_t r) const { return c_.header(r, s_)->bytes; }
 
   // Step 2, after this rank's copies (ok: all of them succeeded). True when
   // every rank's copies did; false means: run the slot algorithm.
-  bool finish(bool ok, const char* what);
+  bool finish(bool ok, const char* what) { return direct_finish(c_, ok, what); }
 
   // Whether the slot algorithm must skip its own signature phase.
   bool signed_() const { return large_; }

@@ -2,7 +2,9 @@
 #include <cstring>
 
 #include "core/coll/coll.h"
+#include "core/coll/direct.h"
 #include "core/error.h"
+#include "core/transport/cma.h"
 
 namespace nodempi::coll {
 
@@ -20,6 +22,9 @@ void throw_truncated(const char* call, uint32_t from, size_t sent, size_t room) 
 //   2. non-roots learn the phase count from the root;
 //   3. in each phase the root copies every peer's chunk into its block
 //      (never more than the block holds) and non-roots fill the next chunk.
+// gatherv_direct (direct.h): when more than one phase would follow, the
+// root's first half lists where each block goes and how much it holds, and
+// every non-root writes the rest of its block there itself.
 void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const size_t* recv_bytes,
              const size_t* recv_displs, uint32_t root) {
   const uint32_t n = c.size(), me = c.rank();
@@ -45,11 +50,21 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
   Signature sig;
   sig.kind = GATHERV;
   sig.root = root;
+  // The root's first half: (address, room) of every block.
+  const bool lists_fit = size_t(n) * 2 * sizeof(uint64_t) <= chunk;
+  sig.direct = direct_ready(c) && lists_fit ? 1 : 0;
   for (uint64_t k = 0; k < phases; ++k) {
     uint32_t s = k == 0 ? c.open(sig, "gatherv") : c.next_phase();
     size_t off = k * chunk;
     if (k == 0) c.header(me, s)->phases = phases;
     if (me == root) {
+      if (k == 0 && sig.direct) {
+        auto* list = reinterpret_cast<uint64_t*>(c.slot(me, s));
+        for (uint32_t r = 0; r < n; ++r) {
+          list[2 * r] = reinterpret_cast<uint64_t>(out + recv_displs[r]);
+          list[2 * r + 1] = recv_bytes[r];
+        }
+      }
       c.post(s);
       if (k == 0) {
         c.agree(s, "gatherv");
@@ -76,6 +91,17 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
         c.agree(s, "gatherv");
         for (uint32_t r = 0; r < n; ++r) phases = std::max<uint64_t>(phases, c.header(r, s)->phases);
       }
+    }
+    if (k == 0 && phases > 1 && direct_all(c, s)) {
+      bool ok = true;
+      if (me != root && root != kNoRoot && send_bytes > chunk) {
+        const auto* list = reinterpret_cast<const uint64_t*>(c.slot(root, s));
+        size_t len = std::min<uint64_t>(send_bytes, list[2 * me + 1]);
+        if (len > chunk) {
+          ok = transport::cma_write(c.pid(root), in + chunk, reinterpret_cast<uint8_t*>(list[2 * me]) + chunk, len - chunk);
+        }
+      }
+      if (direct_finish(c, ok, "gatherv")) break;
     }
   }
   if (truncated_from != SIZE_MAX) throw_truncated("gatherv", uint32_t(truncated_from), truncated_bytes, recv_bytes[truncated_from]);

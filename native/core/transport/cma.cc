@@ -10,15 +10,19 @@
 
 namespace nodempi::transport {
 
-CmaMode cma_mode() {
-  static const CmaMode mode = [] {
+CmaMode cma_mode(uint32_t nranks) {
+  // Read once: getenv walks the whole environment.
+  static const int forced = [] {
     const char* v = std::getenv("NODEMPI_CMA");
-    if (!v) return CmaMode::OFF;
-    if (std::strcmp(v, "1") == 0) return CmaMode::ON;
-    if (std::strcmp(v, "fallback") == 0) return CmaMode::FALLBACK;
-    return CmaMode::OFF;
+    if (!v) return -1;
+    if (std::strcmp(v, "1") == 0) return int(CmaMode::ON);
+    if (std::strcmp(v, "0") == 0) return int(CmaMode::OFF);
+    if (std::strcmp(v, "fallback") == 0) return int(CmaMode::FALLBACK);
+    return -1;
   }();
-  return mode;
+  static const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (forced >= 0) return CmaMode(forced);
+  return cpus > 0 && long(nranks) <= cpus ? CmaMode::ON : CmaMode::OFF;
 }
 
 size_t cma_min_bytes() {

@@ -8,19 +8,23 @@
 
 namespace nodempi::transport {
 
-// Single copy is opt-in: measured on the project's machines, the pipeline
-// through the slots is faster (bench/README.md, "Single copy"), because a
-// user-space memcpy between cache-resident buffers outruns the kernel's
-// page-pinning copy. It needs fewer phases, which can pay on a machine
-// crowded with other work.
-//   NODEMPI_CMA=1         take the single-copy path for large messages
+// Single copy is on by default while ranks do not outnumber the online CPUs:
+// there a peer's buffer is read once instead of being copied into a slot
+// and out again, and measured on the project's machines (bench/README.md,
+// "Single copy") it is faster or level at every size from 64 KiB on. With
+// more ranks than cores it is off: the kernel's copy pins pages and runs on
+// the copying rank, so ranks that would drain the slots in parallel queue
+// behind it (bcast up to 2x slower).
+//   NODEMPI_CMA=1         always take the single-copy path for large messages
+//   NODEMPI_CMA=0         never (the slot pipeline only)
 //   NODEMPI_CMA=fallback  take its protocol but declare every copy refused
 //                         (tests the fallback a refusing kernel causes)
 //   NODEMPI_CMA_MIN=B     from B bytes per rank's block (default 64 KiB)
 // The launcher passes the environment to every rank; ranks that disagree
 // throw ERR_NOT_SAME rather than mix protocols.
 enum class CmaMode { OFF, ON, FALLBACK };
-CmaMode cma_mode();
+// For a job of `nranks` ranks (the world size: the same on every rank).
+CmaMode cma_mode(uint32_t nranks);
 size_t cma_min_bytes();
 
 // Lets the other ranks (the launcher's descendants) read and write this

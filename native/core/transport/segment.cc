@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -40,6 +41,9 @@ Geometry Geometry::for_ranks(uint32_t nranks) {
     unsigned long v = std::strtoul(kb, nullptr, 10);
     if (v >= 4 && v <= 64 * 1024) g.half_bytes = v * 1024;
   }
+  // The v-collectives cut a half into one lane per rank, each starting with
+  // a 16-byte header in the first phase.
+  g.half_bytes = std::max(g.half_bytes, size_t(nranks) * 64);
   g.ctrl_offset = round_up(sizeof(Header), kPage);
   size_t ctrl_bytes = sizeof(CtrlLine) * size_t(kContexts) * nranks;
   g.slots_offset = round_up(g.ctrl_offset + ctrl_bytes, kPage);
