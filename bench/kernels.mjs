@@ -37,17 +37,21 @@ const IDLE_WAIT_TOTAL = 60;  // and all jobs together
 // The matrix. reduceLocal unless api says otherwise.
 const CASES = [
   ['SUM', 'DOUBLE'], ['SUM', 'FLOAT'], ['SUM', 'INT32_T'], ['SUM', 'INT64_T'], ['SUM', 'INT8_T'],
-  ['SUM', 'C_DOUBLE_COMPLEX'],
+  ['SUM', 'C_DOUBLE_COMPLEX'], ['SUM', 'LONG_DOUBLE'],
   ['MAX', 'DOUBLE'], ['MAX', 'INT32_T'], ['MIN', 'DOUBLE'], ['MIN', 'INT32_T'],
-  ['PROD', 'DOUBLE'],
+  ['PROD', 'DOUBLE'], ['PROD', 'C_DOUBLE_COMPLEX'],
   ['BXOR', 'INT32_T'], ['BXOR', 'UINT64_T'], ['BAND', 'INT32_T'], ['BAND', 'UINT64_T'],
   ['LAND', 'INT32_T'],
-  ['MAXLOC', 'DOUBLE_INT'],
+  ['MAXLOC', 'DOUBLE_INT'], ['MAXLOC', 'FLOAT_INT'], ['MINLOC', 'TWO_INT'], ['MAXLOC', 'LONG_INT'],
+  ['MINLOC', 'SHORT_INT'], ['MAXLOC', 'LONG_DOUBLE_INT'], ['MINLOC', 'TWO_DOUBLE_PRECISION'],
   ['SUM', 'DOUBLE', 'reduceLocals'],
 ].map(([op, type, api = 'reduceLocal']) => ({ api, op, type }));
 const caseName = (c) => `${c.op}:${c.type}${c.api === 'reduceLocals' ? ':3' : ''}`;
 
 // lane: bytes per scalar element; item: bytes per MPI item (complex: two lanes, pair: struct with padding).
+// Types without a TypedArray are read and written through MEMBERS: LONG_DOUBLE
+// as one member, a pair as [value member, index member, index offset], laid
+// out as the C struct.
 const TYPES = {
   DOUBLE: { Array: Float64Array, lane: 8, item: 8 },
   FLOAT: { Array: Float32Array, lane: 4, item: 4 },
@@ -56,7 +60,44 @@ const TYPES = {
   INT8_T: { Array: Int8Array, lane: 1, item: 1 },
   UINT64_T: { Array: BigUint64Array, lane: 8, item: 8 },
   C_DOUBLE_COMPLEX: { Array: Float64Array, lane: 8, item: 16 },
-  DOUBLE_INT: { pair: true, item: 16 }, // { double v; int k; } + 4 bytes of padding
+  LONG_DOUBLE: { member: 'f80', lane: 16, item: 16 },
+  FLOAT_INT: { pair: ['f32', 'i32', 4], item: 8 },
+  DOUBLE_INT: { pair: ['f64', 'i32', 8], item: 16 },
+  LONG_INT: { pair: ['i64', 'i32', 8], item: 16 },
+  TWO_INT: { pair: ['i32', 'i32', 4], item: 8 },
+  SHORT_INT: { pair: ['i16', 'i32', 4], item: 8 },
+  LONG_DOUBLE_INT: { pair: ['f80', 'i32', 16], item: 32 },
+  TWO_DOUBLE_PRECISION: { pair: ['f64', 'f64', 8], item: 16 },
+};
+
+// Scalars at a byte offset, little-endian: the bytes that carry the value,
+// the TypedArray a JS loop would view them with (none for long double), a
+// writer and a reader. Exact for the patterns' values (small integers).
+const f80Scratch = new DataView(new ArrayBuffer(8));
+const MEMBERS = {
+  i16: { bytes: 2, Array: Int16Array, set: (d, o, x) => d.setInt16(o, x, true), get: (d, o) => d.getInt16(o, true) },
+  i32: { bytes: 4, Array: Int32Array, set: (d, o, x) => d.setInt32(o, x, true), get: (d, o) => d.getInt32(o, true) },
+  // Two's-complement halves, as fillMember writes them.
+  i64: { bytes: 8, Array: BigInt64Array,
+    set: (d, o, x) => { d.setInt32(o, x, true); d.setInt32(o + 4, x < 0 ? -1 : 0, true); },
+    get: (d, o) => d.getUint32(o, true) + d.getInt32(o + 4, true) * 2 ** 32 },
+  f32: { bytes: 4, Array: Float32Array, set: (d, o, x) => d.setFloat32(o, x, true), get: (d, o) => d.getFloat32(o, true) },
+  f64: { bytes: 8, Array: Float64Array, set: (d, o, x) => d.setFloat64(o, x, true), get: (d, o) => d.getFloat64(o, true) },
+  // x86-64's long double: 10 bytes (64-bit significand with an explicit
+  // integer bit, then sign and a 15-bit exponent biased by 16383) in a
+  // 16-byte slot; set rewrites a normal double's fields, so it is exact.
+  f80: { bytes: 10, Array: null,
+    set: (d, o, x) => {
+      f80Scratch.setFloat64(0, x, true);
+      const lo = f80Scratch.getUint32(0, true), hi = f80Scratch.getUint32(4, true);
+      d.setUint32(o, lo << 11, true);
+      d.setUint32(o + 4, x === 0 ? 0 : 0x80000000 | (hi & 0xFFFFF) << 11 | lo >>> 21, true);
+      d.setUint16(o + 8, (hi >>> 16 & 0x8000) | (x === 0 ? 0 : (hi >>> 20 & 0x7FF) - 1023 + 16383), true);
+    },
+    get: (d, o) => {
+      const se = d.getUint16(o + 8, true);
+      return (se & 0x8000 ? -1 : 1) * (d.getUint32(o + 4, true) * 2 ** 32 + d.getUint32(o, true)) * 2 ** ((se & 0x7FFF) - 16383 - 63);
+    } },
 };
 
 // What a Node developer writes without nodempi: one plain loop per case
@@ -71,6 +112,13 @@ const JS_LOOPS = {
   'SUM:INT8_T': (a, b) => { for (let i = 0; i < b.length; i++) b[i] += a[i]; },
   // Re and im add independently: the same loop over the interleaved doubles.
   'SUM:C_DOUBLE_COMPLEX': (a, b) => { for (let i = 0; i < b.length; i++) b[i] += a[i]; },
+  'PROD:C_DOUBLE_COMPLEX': (a, b) => {
+    for (let i = 0; i < b.length; i += 2) {
+      const re = a[i] * b[i] - a[i + 1] * b[i + 1];
+      b[i + 1] = a[i] * b[i + 1] + a[i + 1] * b[i];
+      b[i] = re;
+    }
+  },
   'MAX:DOUBLE': (a, b) => { for (let i = 0; i < b.length; i++) b[i] = Math.max(a[i], b[i]); },
   'MAX:INT32_T': (a, b) => { for (let i = 0; i < b.length; i++) b[i] = Math.max(a[i], b[i]); },
   'MIN:DOUBLE': (a, b) => { for (let i = 0; i < b.length; i++) b[i] = Math.min(a[i], b[i]); },
@@ -81,20 +129,35 @@ const JS_LOOPS = {
   'BAND:INT32_T': (a, b) => { for (let i = 0; i < b.length; i++) b[i] &= a[i]; },
   'BAND:UINT64_T': (a, b) => { for (let i = 0; i < b.length; i++) b[i] &= a[i]; },
   'LAND:INT32_T': (a, b) => { for (let i = 0; i < b.length; i++) b[i] = a[i] && b[i] ? 1 : 0; },
-  'MAXLOC:DOUBLE_INT': (a, b) => {
-    const av = a.v, ak = a.k, bv = b.v, bk = b.k;
-    for (let i = 0; i < b.n; i++) {
-      const x = av[2 * i], y = bv[2 * i];
-      if (x > y) {
-        bv[2 * i] = x;
-        bk[4 * i + 2] = ak[4 * i + 2];
-      } else if (x === y && ak[4 * i + 2] < bk[4 * i + 2]) {
-        bk[4 * i + 2] = ak[4 * i + 2];
-      }
-    }
-  },
   'SUM:DOUBLE:3': (a, b, out) => { for (let i = 0; i < out.length; i++) out[i] = a[i] + b[i]; },
 };
+
+/**
+ * The case's JS loop, or null where JS has no such numbers (long double):
+ * its JS column then reads n/a. MAXLOC/MINLOC is the loop one writes for
+ * the one pair type, over a TypedArray view of each member (b.v, b.k),
+ * compiled from source per case: closures of one function literal share
+ * V8's type feedback, and one loop serving every pair type went megamorphic
+ * (~35x slower in a test).
+ */
+function jsLoop(c) {
+  const t = TYPES[c.type];
+  if (!t.pair) return JS_LOOPS[caseName(c)] ?? null;
+  const [V, K] = [MEMBERS[t.pair[0]], MEMBERS[t.pair[1]]];
+  if (!V.Array) return null;
+  const v = `${t.item / V.bytes} * i`, k = `${t.item / K.bytes} * i + ${t.pair[2] / K.bytes}`;
+  return new Function('a', 'b', `
+    const av = a.v, ak = a.k, bv = b.v, bk = b.k;
+    for (let i = 0; i < b.n; i++) {
+      const x = av[${v}], y = bv[${v}];
+      if (x ${c.op === 'MAXLOC' ? '>' : '<'} y) {
+        bv[${v}] = x;
+        bk[${k}] = ak[${k}];
+      } else if (x === y && ak[${k}] < bk[${k}]) {
+        bk[${k}] = ak[${k}];
+      }
+    }`);
+}
 
 // The loop a user-defined op runs, called both through Op.create +
 // reduceLocal and directly: the difference is the cost of the callback path.
@@ -102,7 +165,7 @@ const userSum = (inv, inout, len) => { for (let i = 0; i < len; i++) inout[i] +=
 
 const usage = `usage: node bench/kernels.mjs [options]
   --quick            smoke test: 4 KiB and 256 KiB, short trials (< 1 min); writes results/kernels-partial.json
-  --sizes 4K,256K    sizes of one operand (bytes, or with K/M suffix; multiples of 16; default 4K,256K,16M,256M)
+  --sizes 4K,256K    sizes of one operand (bytes, or with K/M suffix; multiples of 32; default 4K,256K,16M,256M)
   --cases SUM:DOUBLE,MAXLOC:DOUBLE_INT   a subset of the matrix (OP:TYPE, OP:TYPE:3 for reduceLocals)
   --warm-ms W        warm-up per point (default 100; quick 10)
   --trial-ms T       length of one trial (default 20; quick 5)
@@ -164,8 +227,8 @@ function parseSize(s) {
   if (!m) die(`bad size ${s}`);
   const unit = m[2] ? (m[2][0].toLowerCase() === 'k' ? KiB : MiB) : 1;
   const bytes = Number(m[1]) * unit;
-  // 16: the largest item (complex double, DOUBLE_INT) must divide every size.
-  if (!(bytes >= 16) || bytes % 16) die(`sizes must be positive multiples of 16 bytes, got ${s}`);
+  // 32: the largest item (LONG_DOUBLE_INT) must divide every size.
+  if (!(bytes >= 32) || bytes % 32) die(`sizes must be positive multiples of 32 bytes, got ${s}`);
   return bytes;
 }
 
@@ -179,30 +242,62 @@ const log = (msg) => process.stderr.write(`${msg}\n`);
 // ---------------------------------------------------------------- data
 // The patterns are shared with bench/ompi/reduce_local.c, so both sides
 // reduce the same values: small integers for arithmetic (exact in float and
-// double, so checks compare bits), +-1 for PROD (products stay bounded however
-// often the call repeats in place, never reaching subnormals whose slow path
-// would measure the data rather than the kernel), a multiplicative hash for
-// bitwise ops, zeros among non-zeros for LAND, value ties for MAXLOC's index rule.
-const patternOf = (op) => ({ PROD: 'prod', BXOR: 'bits', BAND: 'bits', LAND: 'logic', MAXLOC: 'pair' })[op] ?? 'arith';
+// double, so checks compare bits), +-1 for PROD and the units 1, i, -1, -i for
+// a complex PROD (products stay bounded however often the call repeats in
+// place, never reaching subnormals whose slow path would measure the data
+// rather than the kernel), a multiplicative hash for bitwise ops, zeros among
+// non-zeros for LAND, and for MAXLOC/MINLOC values equal in every third item,
+// with indices in either order, so the samples a check reads hit the index
+// rule both ways.
+const patternOf = (c) => (c.op === 'PROD' && c.type === 'C_DOUBLE_COMPLEX' ? 'cprod'
+  : { PROD: 'prod', BXOR: 'bits', BAND: 'bits', LAND: 'logic', MAXLOC: 'pair', MINLOC: 'pair' }[c.op] ?? 'arith');
 const LANE_VALUES = {
   arith: [(j) => (j % 13) - 6, (j) => (j % 7) * 3 - 8],
   prod: [(j) => (j % 3 ? 1 : -1), (j) => (j % 11) - 4.5],
+  cprod: [(j) => { const r = (j >> 1) % 4; return (j & 1) !== (r & 1) ? 0 : r < 2 ? 1 : -1; }, (j) => (j % 11) - 4.5],
   logic: [(j) => (j % 3 === 0 ? 0 : (j % 5) + 1), (j) => (j % 4 === 0 ? 0 : -7)],
 };
+// Per item: value and index of the input (which 0) and of the initial inout.
+const PAIR_VALUES = [[(i) => (i % 13) - 6, (i) => i % 17], [(i) => (i % 3 ? (i % 7) - 3 : (i % 13) - 6), (i) => (i * 11 + 5) % 19]];
+
+/**
+ * Writes f(i) into the member at byte `off` of every item. Through TypedArray
+ * views where there is one: MEMBERS' DataView calls, megamorphic here, were
+ * ~5x slower, which a full run would pay for seconds at 256 MiB.
+ */
+function fillMember(buf, bytes, item, off, member, f) {
+  const m = MEMBERS[member], n = bytes / item;
+  if (member === 'f80') {
+    const d = new DataView(buf, 0, bytes);
+    for (let i = 0; i < n; i++) m.set(d, i * item + off, f(i));
+  } else if (member === 'i64') {
+    // Two's-complement halves: BigInt conversions would take seconds at 256 MiB.
+    const w = new Int32Array(buf, 0, bytes / 4), s = item / 4, o = off / 4;
+    for (let i = 0; i < n; i++) {
+      const x = f(i);
+      w[s * i + o] = x;
+      w[s * i + o + 1] = x < 0 ? -1 : 0;
+    }
+  } else {
+    const a = new m.Array(buf, 0, bytes / m.bytes), s = item / m.bytes, o = off / m.bytes;
+    for (let i = 0; i < n; i++) a[s * i + o] = f(i);
+  }
+}
 
 /** Fills the first `bytes` of `buf` with the case's input (which 0) or initial inout (which 1). */
 function fill(c, buf, bytes, which) {
   const t = TYPES[c.type];
-  const p = patternOf(c.op);
+  const p = patternOf(c);
   if (p === 'bits') {
     const w = new Uint32Array(buf, 0, bytes / 4);
     for (let k = 0; k < w.length; k++) w[k] = which === 0 ? Math.imul(k, 0x9E3779B1) : Math.imul(k, 0x85EBCA6B) ^ 0x5BD1E995;
-  } else if (p === 'pair') {
-    new Uint8Array(buf, 0, bytes).fill(0);
-    const v = new Float64Array(buf, 0, bytes / 8), k = new Int32Array(buf, 0, bytes / 4);
-    for (let i = 0; i < bytes / 16; i++) {
-      v[2 * i] = which === 0 ? (i % 13) - 6 : (i % 7) - 3;
-      k[4 * i + 2] = which === 0 ? i % 17 : i % 19;
+  } else if (!t.Array) {
+    new Uint8Array(buf, 0, bytes).fill(0);  // the pairs' padding and long double's unused bytes too
+    if (t.pair) {
+      fillMember(buf, bytes, t.item, 0, t.pair[0], PAIR_VALUES[which][0]);
+      fillMember(buf, bytes, t.item, t.pair[2], t.pair[1], PAIR_VALUES[which][1]);
+    } else {
+      fillMember(buf, bytes, t.item, 0, t.member, LANE_VALUES[p][which]);
     }
   } else {
     const f = LANE_VALUES[p][which];
@@ -247,22 +342,38 @@ function check(c, a, b, out, bytes, what) {
   const t = TYPES[c.type];
   const n = bytes / t.item;
   const fail = (detail) => { throw new Error(`WRONG RESULT: ${what} ${c.api} ${c.op}/${c.type}, ${bytes} bytes: ${detail}`); };
-  if (t.pair) {
-    const av = new Float64Array(a), ak = new Int32Array(a), bv = new Float64Array(b), bk = new Int32Array(b);
-    const ov = new Float64Array(out), ok = new Int32Array(out);
-    for (const i of sampleItems(n)) {
-      const x = av[2 * i], y = bv[2 * i], kx = ak[4 * i + 2], ky = bk[4 * i + 2];
-      const [wv, wk] = x > y ? [x, kx] : x < y ? [y, ky] : [x, Math.min(kx, ky)];
-      if (ov[2 * i] !== wv || ok[4 * i + 2] !== wk) fail(`item ${i} is (${ov[2 * i]}, ${ok[4 * i + 2]}), expected (${wv}, ${wk})`);
-    }
-  } else {
-    const A = new t.Array(a), B = new t.Array(b), O = new t.Array(out), tmp = new t.Array(1);
+  if (t.Array) {
+    const A = new t.Array(a), B = new t.Array(b), O = new t.Array(out), want = new t.Array(2);
     const lanes = t.item / t.lane;
     for (const i of sampleItems(n)) {
-      for (let j = i * lanes; j < (i + 1) * lanes; j++) {
-        tmp[0] = REF[c.op](A[j], B[j]);
-        if (!Object.is(O[j], tmp[0])) fail(`lane ${j} is ${O[j]}, expected ${tmp[0]}`);
+      const j = i * lanes;
+      if (lanes === 2 && c.op === 'PROD') {
+        want[0] = A[j] * B[j] - A[j + 1] * B[j + 1];
+        want[1] = A[j] * B[j + 1] + A[j + 1] * B[j];
+      } else {
+        for (let k = 0; k < lanes; k++) want[k] = REF[c.op](A[j + k], B[j + k]);
       }
+      for (let k = 0; k < lanes; k++) if (!Object.is(O[j + k], want[k])) fail(`lane ${j + k} is ${O[j + k]}, expected ${want[k]}`);
+    }
+  } else {
+    // The expected members are written into an item of their own and
+    // compared with out byte for byte, over the bytes that carry a value.
+    const A = new DataView(a), B = new DataView(b), O = new DataView(out), W = new DataView(new ArrayBuffer(t.item));
+    const [V, K, koff] = t.pair ? [MEMBERS[t.pair[0]], MEMBERS[t.pair[1]], t.pair[2]] : [MEMBERS[t.member]];
+    const same = (m, off, at) => { for (let q = 0; q < m.bytes; q++) if (O.getUint8(at + off + q) !== W.getUint8(off + q)) return false; return true; };
+    for (const i of sampleItems(n)) {
+      const at = i * t.item, x = V.get(A, at), y = V.get(B, at);
+      if (!t.pair) {
+        V.set(W, 0, REF[c.op](x, y));
+        if (!same(V, 0, at)) fail(`item ${i} is ${V.get(O, at)}, expected ${V.get(W, 0)}`);
+        continue;
+      }
+      // MPI's rule: the larger (MAXLOC) or smaller (MINLOC) value wins; on equal values, the smaller index.
+      const kx = K.get(A, at + koff), ky = K.get(B, at + koff);
+      const [wv, wk] = (x === y ? kx <= ky : (x > y) === (c.op === 'MAXLOC')) ? [x, kx] : [y, ky];
+      V.set(W, 0, wv);
+      K.set(W, koff, wk);
+      if (!same(V, 0, at) || !same(K, koff, at)) fail(`item ${i} is (${V.get(O, at)}, ${K.get(O, at + koff)}), expected (${wv}, ${wk})`);
     }
   }
   if (!new Uint8Array(out, bytes, GUARD).every((x) => x === 0xA5)) fail('wrote past the end of the buffer');
@@ -348,10 +459,12 @@ async function worker(o) {
     const t = TYPES[c.type];
     const n = bytes / t.item;
     const dt = mpi.Datatype[c.type];
-    const msg = (buf) => (t.pair ? [new Uint8Array(buf, 0, bytes), n, dt]
-      : c.type === 'C_DOUBLE_COMPLEX' ? [new Float64Array(buf, 0, 2 * n), n, dt]
+    const msg = (buf) => (!t.Array ? [new Uint8Array(buf, 0, bytes), n, dt]
+      : t.item > t.lane ? [new t.Array(buf, 0, bytes / t.lane), n, dt]
         : new t.Array(buf, 0, bytes / t.lane));  // the datatype is inferred from the array, as users write it
-    const view = (buf) => (t.pair ? { v: new Float64Array(buf, 0, bytes / 8), k: new Int32Array(buf, 0, bytes / 4), n }
+    const view = (buf) => (t.pair
+      ? { v: new MEMBERS[t.pair[0]].Array(buf, 0, bytes / MEMBERS[t.pair[0]].bytes),
+        k: new MEMBERS[t.pair[1]].Array(buf, 0, bytes / MEMBERS[t.pair[1]].bytes), n }
       : new t.Array(buf, 0, bytes / t.lane));
     fill(c, inBuf, bytes, 0);
     fill(c, io0Buf, bytes, 1);
@@ -362,8 +475,8 @@ async function worker(o) {
     const calls = [[impl, c.api === 'reduceLocals'
       ? () => mpi.reduceLocals(inM, io0M, ioM, op)
       : () => mpi.reduceLocal(inM, ioM, op)]];
-    if (auto) {
-      const loop = JS_LOOPS[caseName(c)];
+    const loop = auto && jsLoop(c);
+    if (loop) {
       const inV = view(inBuf), ioV = view(ioBuf), io0V = view(io0Buf);
       calls.push(['js', c.api === 'reduceLocals' ? () => loop(inV, io0V, ioV) : () => loop(inV, ioV)]);
     }
@@ -529,7 +642,7 @@ function jobCommand(kind, bytes, o, ompi, viaMpirun) {
 /** Points a job must produce: anything less means it failed part-way. */
 function expectedPoints(kind, o) {
   const n = o.cases.length;
-  if (kind === 'auto') return 2 * n + 5;   // nodempi + JS per case, overhead, memcpy, user op x3
+  if (kind === 'auto') return n + o.cases.filter(jsLoop).length + 5;   // nodempi per case, JS where it has a loop, overhead, memcpy, user op x3
   if (kind === 'scalar') return n;
   return n + 2;                            // cases, overhead, memcpy
 }
@@ -708,7 +821,7 @@ function markdown(r) {
   L.push('| option | meaning |');
   L.push('|---|---|');
   L.push('| `--quick` | 4 KiB and 256 KiB only, 10 ms warm-up, 3 trials of 5 ms |');
-  L.push('| `--sizes 4K,16M` | operand sizes (bytes, or K/M suffixes; multiples of 16) |');
+  L.push('| `--sizes 4K,16M` | operand sizes (bytes, or K/M suffixes; multiples of 32) |');
   L.push('| `--cases SUM:DOUBLE,MAXLOC:DOUBLE_INT` | a subset of the matrix (`OP:TYPE:3` is reduceLocals) |');
   L.push('| `--warm-ms W`, `--trial-ms T`, `--trials N` | warm-up per point (100), length of a trial (20), trials per point (9) |');
   L.push('| `--runs R` | fresh-process repetitions of every job (3); the median over them is shown |');
@@ -729,7 +842,7 @@ function markdown(r) {
     `${isa?.auto ? ` (here: ${isa.auto})` : ''} | \`kernels.mjs --worker auto\` |`);
   L.push('| nodempi scalar | the same with `NODEMPI_KERNELS=scalar`, the SSE2 baseline table' +
     `${isa?.scalar ? ` (reported active: ${isa.scalar})` : ''} | \`kernels.mjs --worker scalar\` |`);
-  L.push('| JS loop | `for (let i = 0; i < b.length; i++) b[i] += a[i]` (or `Math.max`, `*=`, `^=`, `&=`, `a[i] && b[i] ? 1 : 0`, MAXLOC over a Float64Array/Int32Array pair of views) on the same TypedArrays; BigInt arithmetic for BigInt64Array/BigUint64Array | `JS_LOOPS` in `kernels.mjs` |');
+  L.push('| JS loop | `for (let i = 0; i < b.length; i++) b[i] += a[i]` (or `Math.max`, `*=`, `^=`, `&=`, `a[i] && b[i] ? 1 : 0`, the complex product, MAXLOC/MINLOC over a TypedArray view of each member of the pair) on the same TypedArrays; BigInt arithmetic for BigInt64Array/BigUint64Array; n/a for long double, which JS has no numbers for | `JS_LOOPS`, `jsLoop` in `kernels.mjs` |');
   L.push('| memcpy | `dst.set(src)` on Uint8Arrays of the same bytes (V8 copies with memcpy); C `memcpy` is in the JSON as `ompi`/`memcpy` | `kernels.mjs --worker auto` |');
   L.push('| Open MPI | `MPI_Reduce_local(in, inout, n, type, op)`, C, `mpicc -O2`, run as an MPI singleton' +
     `${r.ompi?.opComponents?.length ? ` (op components: ${r.ompi.opComponents.join(', ')})` : ''} | \`ompi/reduce_local.c\` |`);
@@ -743,9 +856,10 @@ function markdown(r) {
   L.push('  inout, a saved initial inout, each with a 64-byte guard after it) once, through malloc-backed');
   L.push('  ArrayBuffers in Node and malloc in C, so both sides get the same alignment.');
   L.push('- Per point: the buffers are filled with the case\'s pattern (the same in C and JS: small integers,');
-  L.push('  ±1 for PROD so repeated in-place products never reach subnormals, a hash for bitwise ops, value');
-  L.push('  ties for MAXLOC); one call, then 16–20 items (both ends, the middle, a stride) are compared bit for');
-  L.push('  bit with a scalar reference and the guard is checked, so a broken kernel cannot post a number.');
+  L.push('  ±1 (±1, ±i for complex) for PROD so repeated in-place products never reach subnormals, a hash for');
+  L.push('  bitwise ops, value ties for MAXLOC/MINLOC); one call, then 16–20 items (both ends, the middle, a');
+  L.push('  stride) are compared bit for bit (a long double: its 10 significant bytes) with a scalar reference');
+  L.push('  and the guard is checked, so a broken kernel cannot post a number.');
   L.push('- Then the same scheme on both sides: warm-up in batches of 1, 2, 4, … calls until' +
     ` ${r.params.warmMs} ms have passed`);
   L.push(`  (and at least 2 calls); trials of as many calls as fill ~${r.params.trialMs} ms; the **median of` +
@@ -822,7 +936,7 @@ function markdown(r) {
   const align = '|---|--:|--:|--:|--:|--:|--:|--:|--:|';
   const row = (c, b) => {
     const x = get('nodempi', c.api, c.op, c.type, b), o = get('ompi', c.api, c.op, c.type, b), j = get('js', c.api, c.op, c.type, b);
-    return `| ${c.type} | ${fmtSize(b)} | ${fmtNum(x)} | ${fmtNum(get('nodempi-scalar', c.api, c.op, c.type, b))} | ${fmtNum(j)} | ` +
+    return `| ${c.type} | ${fmtSize(b)} | ${fmtNum(x)} | ${fmtNum(get('nodempi-scalar', c.api, c.op, c.type, b))} | ${jsLoop(c) ? fmtNum(j) : 'n/a'} | ` +
       `${fmtNum(get('js', 'memcpy', '', '', b))} | ${fmtNum(o)} | ${fmtNum(ratio(x, o))} | ${fmtNum(ratio(x, j))} |`;
   };
   const ops = [...new Set(r.params.cases.filter((c) => c.api === 'reduceLocal').map((c) => c.op))];

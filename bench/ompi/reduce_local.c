@@ -27,7 +27,9 @@
  * A case OP:TYPE:3 is the three-buffer form out = in op arg, which MPI has
  * no call for: it is timed as memcpy(out, arg) + MPI_Reduce_local(in, out).
  */
+#include <complex.h>
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,14 +39,27 @@
 
 enum { GUARD = 64, MAX_CASES = 64, MAX_SIZES = 16, MAX_TRIALS = 64 };
 
-enum type_id { T_DOUBLE, T_FLOAT, T_INT32, T_INT64, T_INT8, T_UINT64, T_DCOMPLEX, T_DOUBLE_INT };
+/* T_INT16 only as the value of SHORT_INT; T_PAIR is any pair type. */
+enum type_id { T_DOUBLE, T_FLOAT, T_INT32, T_INT64, T_INT8, T_UINT64, T_DCOMPLEX, T_LDOUBLE, T_INT16, T_PAIR };
 typedef struct {
   const char *name;
   enum type_id id;
   MPI_Datatype dt;
   size_t item; /* bytes per item, padding included */
   size_t lane; /* bytes per scalar lane (a complex item has two) */
+  enum type_id value, index; /* a pair's members: value at offset 0, index at koff */
+  size_t koff;
 } Type;
+
+/* The C structs the pair types describe, so their layout and padding are the compiler's. */
+typedef struct { float v; int k; } FloatInt;
+typedef struct { double v; int k; } DoubleInt;
+typedef struct { long v; int k; } LongInt;
+typedef struct { int v; int k; } TwoInt;
+typedef struct { short v; int k; } ShortInt;
+typedef struct { long double v; int k; } LongDoubleInt;
+typedef struct { double v, k; } TwoDouble;
+#define PAIR(name, dt, S, value, index) {name, T_PAIR, dt, sizeof(S), sizeof(S), value, index, offsetof(S, k)}
 
 static const Type kTypes[] = {
     {"DOUBLE", T_DOUBLE, MPI_DOUBLE, 8, 8},
@@ -54,10 +69,17 @@ static const Type kTypes[] = {
     {"INT8_T", T_INT8, MPI_INT8_T, 1, 1},
     {"UINT64_T", T_UINT64, MPI_UINT64_T, 8, 8},
     {"C_DOUBLE_COMPLEX", T_DCOMPLEX, MPI_C_DOUBLE_COMPLEX, 16, 8},
-    {"DOUBLE_INT", T_DOUBLE_INT, MPI_DOUBLE_INT, 16, 16},
+    {"LONG_DOUBLE", T_LDOUBLE, MPI_LONG_DOUBLE, sizeof(long double), sizeof(long double)},
+    PAIR("FLOAT_INT", MPI_FLOAT_INT, FloatInt, T_FLOAT, T_INT32),
+    PAIR("DOUBLE_INT", MPI_DOUBLE_INT, DoubleInt, T_DOUBLE, T_INT32),
+    PAIR("LONG_INT", MPI_LONG_INT, LongInt, T_INT64, T_INT32),
+    PAIR("TWO_INT", MPI_2INT, TwoInt, T_INT32, T_INT32),
+    PAIR("SHORT_INT", MPI_SHORT_INT, ShortInt, T_INT16, T_INT32),
+    PAIR("LONG_DOUBLE_INT", MPI_LONG_DOUBLE_INT, LongDoubleInt, T_LDOUBLE, T_INT32),
+    PAIR("TWO_DOUBLE_PRECISION", MPI_2DOUBLE_PRECISION, TwoDouble, T_DOUBLE, T_DOUBLE),
 };
 
-enum op_id { O_SUM, O_PROD, O_MAX, O_MIN, O_BXOR, O_BAND, O_LAND, O_MAXLOC };
+enum op_id { O_SUM, O_PROD, O_MAX, O_MIN, O_BXOR, O_BAND, O_LAND, O_MAXLOC, O_MINLOC };
 typedef struct {
   const char *name;
   enum op_id id;
@@ -67,7 +89,7 @@ typedef struct {
 static const Op kOps[] = {
     {"SUM", O_SUM, MPI_SUM},   {"PROD", O_PROD, MPI_PROD}, {"MAX", O_MAX, MPI_MAX},
     {"MIN", O_MIN, MPI_MIN},   {"BXOR", O_BXOR, MPI_BXOR}, {"BAND", O_BAND, MPI_BAND},
-    {"LAND", O_LAND, MPI_LAND}, {"MAXLOC", O_MAXLOC, MPI_MAXLOC},
+    {"LAND", O_LAND, MPI_LAND}, {"MAXLOC", O_MAXLOC, MPI_MAXLOC}, {"MINLOC", O_MINLOC, MPI_MINLOC},
 };
 
 typedef struct {
@@ -109,81 +131,105 @@ static void die(const char *msg, const char *arg) {
 /* ------------------------------------------------------------ data
  * The patterns are shared with kernels.mjs, so both sides reduce the same
  * values: small integers for arithmetic (exact in float and double, so a
- * check can compare bits), +-1 for PROD (products stay bounded however many
- * times the call repeats), a multiplicative hash for bitwise ops, a mix of
- * zero and non-zero for LAND, and value ties for MAXLOC's index rule. */
-enum pattern { P_ARITH, P_PROD, P_BITS, P_LOGIC, P_PAIR };
+ * check can compare bits), +-1 for PROD and the units 1, i, -1, -i for a
+ * complex PROD (products stay bounded however many times the call repeats),
+ * a multiplicative hash for bitwise ops, a mix of zero and non-zero for LAND,
+ * and for MAXLOC/MINLOC values equal in every third item, with indices in
+ * either order, so the samples a check reads hit the index rule both ways. */
+enum pattern { P_ARITH, P_PROD, P_CPROD, P_BITS, P_LOGIC, P_PAIR };
 
-static enum pattern pattern_of(enum op_id op) {
-  switch (op) {
-    case O_PROD: return P_PROD;
+static enum pattern pattern_of(const Case *c) {
+  switch (c->op->id) {
+    case O_PROD: return c->type->id == T_DCOMPLEX ? P_CPROD : P_PROD;
     case O_BXOR: case O_BAND: return P_BITS;
     case O_LAND: return P_LOGIC;
-    case O_MAXLOC: return P_PAIR;
+    case O_MAXLOC: case O_MINLOC: return P_PAIR;
     default: return P_ARITH;
   }
 }
 
 static double lane_value(enum pattern p, int which, size_t j) {
-  long k = (long)j;
+  long k = (long)j, r = k / 2 % 4;
   switch (p) {
     case P_PROD: return which == 0 ? (k % 3 ? 1.0 : -1.0) : (double)(k % 11) - 4.5;
+    case P_CPROD: return which == 1 ? (double)(k % 11) - 4.5 : k % 2 != r % 2 ? 0 : r < 2 ? 1 : -1;
     case P_LOGIC: return which == 0 ? (k % 3 == 0 ? 0 : (double)(k % 5 + 1)) : (k % 4 == 0 ? 0 : -7);
     default: return which == 0 ? (double)(k % 13 - 6) : (double)(k % 7 * 3 - 8);
   }
 }
 
-static void put_lane(enum type_id t, void *buf, size_t j, double v) {
+/* One lane or pair member of type t at p (aligned for it: malloc'd buffers, C struct offsets). */
+static void put(enum type_id t, unsigned char *p, long double v) {
   switch (t) {
-    case T_DOUBLE: case T_DCOMPLEX: ((double *)buf)[j] = v; break;
-    case T_FLOAT: ((float *)buf)[j] = (float)v; break;
-    case T_INT32: ((int32_t *)buf)[j] = (int32_t)v; break;
-    case T_INT64: case T_UINT64: ((int64_t *)buf)[j] = (int64_t)v; break;
-    case T_INT8: ((int8_t *)buf)[j] = (int8_t)v; break;
-    case T_DOUBLE_INT: break;
+    case T_DOUBLE: case T_DCOMPLEX: *(double *)p = (double)v; break;
+    case T_FLOAT: *(float *)p = (float)v; break;
+    case T_LDOUBLE: *(long double *)p = v; break;
+    case T_INT32: *(int32_t *)p = (int32_t)v; break;
+    case T_INT64: case T_UINT64: *(int64_t *)p = (int64_t)v; break;
+    case T_INT16: *(int16_t *)p = (int16_t)v; break;
+    case T_INT8: *(int8_t *)p = (int8_t)v; break;
+    case T_PAIR: break;
   }
 }
 
-typedef struct {
-  double v;
-  int k;
-} DoubleInt;
+static long double get(enum type_id t, const unsigned char *p) {
+  switch (t) {
+    case T_DOUBLE: case T_DCOMPLEX: return *(const double *)p;
+    case T_FLOAT: return *(const float *)p;
+    case T_LDOUBLE: return *(const long double *)p;
+    case T_INT32: return *(const int32_t *)p;
+    case T_INT64: case T_UINT64: return (long double)*(const int64_t *)p;
+    case T_INT16: return *(const int16_t *)p;
+    case T_INT8: return *(const int8_t *)p;
+    case T_PAIR: break;
+  }
+  return 0;
+}
+
+/* Bytes that carry the value: an x87 long double fills 10 of its 16. */
+static size_t value_bytes(enum type_id t) {
+  switch (t) {
+    case T_INT8: return 1;
+    case T_INT16: return 2;
+    case T_FLOAT: case T_INT32: return 4;
+    case T_LDOUBLE: return 10;
+    default: return 8;
+  }
+}
 
 /* which: 0 fills the input operand, 1 the initial inout. */
 static void fill(const Case *c, void *buf, size_t bytes, int which) {
-  enum pattern p = pattern_of(c->op->id);
+  const Type *t = c->type;
+  enum pattern p = pattern_of(c);
+  unsigned char *u = buf;
   if (p == P_BITS) {
     uint32_t *w = buf;
     for (size_t k = 0; k < bytes / 4; k++) {
       uint32_t x = (uint32_t)k;
       w[k] = which == 0 ? x * 0x9E3779B1u : (x * 0x85EBCA6Bu) ^ 0x5BD1E995u;
     }
-  } else if (p == P_PAIR) {
-    memset(buf, 0, bytes); /* the struct's padding too */
-    DoubleInt *d = buf;
-    for (size_t i = 0; i < bytes / sizeof *d; i++) {
+    return;
+  }
+  memset(buf, 0, bytes); /* the pairs' padding and long double's unused bytes too */
+  if (p == P_PAIR) {
+    for (size_t i = 0; i < bytes / t->item; i++) {
       long k = (long)i;
-      d[i].v = which == 0 ? (double)(k % 13 - 6) : (double)(k % 7 - 3);
-      d[i].k = (int)(which == 0 ? k % 17 : k % 19);
+      put(t->value, u + i * t->item, which == 1 && k % 3 ? k % 7 - 3 : k % 13 - 6);
+      put(t->index, u + i * t->item + t->koff, which == 0 ? k % 17 : (k * 11 + 5) % 19);
     }
   } else {
-    for (size_t j = 0; j < bytes / c->type->lane; j++) put_lane(c->type->id, buf, j, lane_value(p, which, j));
+    for (size_t j = 0; j < bytes / t->lane; j++) put(t->id, u + j * t->lane, lane_value(p, which, j));
   }
 }
 
 /* ------------------------------------------------------------ reference */
 static int lane_ok(const Case *c, const unsigned char *a, const unsigned char *b, const unsigned char *got) {
-  unsigned char want[8];
+  _Alignas(16) unsigned char want[16];
   enum type_id t = c->type->id;
-  if (t == T_DOUBLE || t == T_FLOAT || t == T_DCOMPLEX) {
-    double x, y, r = 0;
-    if (t == T_FLOAT) {
-      float fx, fy;
-      memcpy(&fx, a, 4), memcpy(&fy, b, 4);
-      x = fx, y = fy;
-    } else {
-      memcpy(&x, a, 8), memcpy(&y, b, 8);
-    }
+  if (t == T_DOUBLE || t == T_FLOAT || t == T_DCOMPLEX || t == T_LDOUBLE) {
+    /* Long double holds every lane type's values; these are small integers,
+     * so each result is exact and converting it to the lane's type rounds nothing. */
+    long double x = get(t, a), y = get(t, b), r = 0;
     switch (c->op->id) {
       case O_SUM: r = x + y; break;
       case O_PROD: r = x * y; break;
@@ -191,12 +237,7 @@ static int lane_ok(const Case *c, const unsigned char *a, const unsigned char *b
       case O_MIN: r = x < y ? x : y; break;
       default: return 0;
     }
-    if (t == T_FLOAT) {
-      float fr = (float)r;
-      memcpy(want, &fr, 4);
-    } else {
-      memcpy(want, &r, 8);
-    }
+    put(t, want, r);
   } else {
     int64_t x = 0, y = 0, r = 0;
     switch (t) {
@@ -216,17 +257,26 @@ static int lane_ok(const Case *c, const unsigned char *a, const unsigned char *b
     /* Narrowing keeps the low bytes (little-endian), i.e. wraps. */
     memcpy(want, &r, 8);
   }
-  return memcmp(want, got, c->type->lane) == 0;
+  return memcmp(want, got, value_bytes(t)) == 0;
 }
 
 static int item_ok(const Case *c, const unsigned char *a, const unsigned char *b, const unsigned char *got) {
-  if (c->type->id == T_DOUBLE_INT) {
-    DoubleInt x, y, g;
-    memcpy(&x, a, sizeof x), memcpy(&y, b, sizeof y), memcpy(&g, got, sizeof g);
-    DoubleInt w = x.v > y.v ? x : x.v < y.v ? y : (DoubleInt){x.v, x.k < y.k ? x.k : y.k};
-    return g.v == w.v && g.k == w.k;
+  const Type *t = c->type;
+  if (t->id == T_PAIR) {
+    /* MPI's rule: the larger (MAXLOC) or smaller (MINLOC) value wins; on equal values, the smaller index. */
+    long double x = get(t->value, a), y = get(t->value, b);
+    long double kx = get(t->index, a + t->koff), ky = get(t->index, b + t->koff);
+    const unsigned char *w = (x == y ? kx <= ky : (x > y) == (c->op->id == O_MAXLOC)) ? a : b;
+    return memcmp(got, w, value_bytes(t->value)) == 0 &&
+           memcmp(got + t->koff, w + t->koff, value_bytes(t->index)) == 0;
   }
-  for (size_t o = 0; o < c->type->item; o += c->type->lane) {
+  if (t->id == T_DCOMPLEX && c->op->id == O_PROD) {
+    double complex x, y, g;
+    memcpy(&x, a, sizeof x), memcpy(&y, b, sizeof y), memcpy(&g, got, sizeof g);
+    double complex w = x * y; /* exact: one factor is 1, i, -1 or -i */
+    return memcmp(&w, &g, sizeof w) == 0;
+  }
+  for (size_t o = 0; o < t->item; o += t->lane) {
     if (!lane_ok(c, a + o, b + o, got + o)) return 0;
   }
   return 1;
@@ -387,7 +437,7 @@ int main(int argc, char **argv) {
 
   for (size_t s = 0; s < nsizes; s++) {
     size_t bytes = (size_t)strtoull(size_names[s], NULL, 10);
-    if (bytes == 0 || bytes % 16) die("sizes must be positive multiples of 16 bytes, got ", size_names[s]);
+    if (bytes == 0 || bytes % 32) die("sizes must be positive multiples of 32 bytes, got ", size_names[s]);
     unsigned char *in = malloc(bytes + GUARD), *io = malloc(bytes + GUARD), *io0 = malloc(bytes + GUARD);
     if (!in || !io || !io0) die("out of memory", NULL);
     memset(io + bytes, 0xA5, GUARD);
