@@ -80,20 +80,18 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
       size_t fits = recv_bytes[r] > off ? std::min(avail, recv_bytes[r] - off) : 0;
       if (fits) std::memcpy(out + recv_displs[r] + off, src + head, fits);
     }
-    if (k == 0 && phases > 1 && direct_all(c, s)) {
-      bool ok = true;
-      for (uint32_t i = 0; i < n && ok; ++i) {
-        uint32_t r = (me + i) % n;
-        size_t len = std::min<uint64_t>(incoming[r], recv_bytes[r]);
-        if (len <= first) continue;
-        const auto* from = reinterpret_cast<const uint8_t*>(where[r]) + first;
-        if (r == me) {
-          std::memcpy(out + recv_displs[r] + first, from, len - first);
-        } else {
-          ok = transport::cma_read(c.pid(r), out + recv_displs[r] + first, from, len - first);
-        }
-      }
-      if (direct_finish(c, ok, "alltoallv")) break;
+    if (k == 0 && direct_rest(c, s, phases, "alltoallv", [&] {
+          for (uint32_t i = 0; i < n; ++i) {
+            uint32_t r = (me + i) % n;
+            size_t len = std::min<uint64_t>(incoming[r], recv_bytes[r]);
+            if (len <= first) continue;
+            // cma_read copies with memcpy within this process.
+            const auto* from = reinterpret_cast<const uint8_t*>(where[r]) + first;
+            if (!transport::cma_read(c.pid(r), out + recv_displs[r] + first, from, len - first)) return false;
+          }
+          return true;
+        })) {
+      break;
     }
   }
   if (truncated_from != SIZE_MAX) {

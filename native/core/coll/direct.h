@@ -36,6 +36,16 @@ bool direct_all(const Context& c, uint32_t s);
 // Step 2 above; also ends the v-collectives' direct copies.
 bool direct_finish(Context& c, bool ok, const char* what);
 
+// The v-collectives, after their first phase `s` has been agreed: when more
+// phases would follow and every rank is ready, runs `copies` (this rank's
+// direct copies of the rest of its blocks; returns whether they all
+// succeeded) and finishes. True: the call is done; false: go on through the
+// slots.
+template <class Copies>
+bool direct_rest(Context& c, uint32_t s, uint64_t phases, const char* what, Copies copies) {
+  return phases > 1 && direct_all(c, s) && direct_finish(c, copies(), what);
+}
+
 class Direct {
  public:
   // Decides, before any phase, whether this call takes the separate

@@ -50,9 +50,9 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
   Signature sig;
   sig.kind = GATHERV;
   sig.root = root;
-  // The root's first half: (address, room) of every block.
-  const bool lists_fit = size_t(n) * 2 * sizeof(uint64_t) <= chunk;
-  sig.direct = direct_ready(c) && lists_fit ? 1 : 0;
+  // The root's first half lists (address, room) of every block: 16 bytes a
+  // rank, which a half always holds (Geometry gives it 64 a rank).
+  sig.direct = direct_ready(c) ? 1 : 0;
   for (uint64_t k = 0; k < phases; ++k) {
     uint32_t s = k == 0 ? c.open(sig, "gatherv") : c.next_phase();
     size_t off = k * chunk;
@@ -92,16 +92,15 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
         for (uint32_t r = 0; r < n; ++r) phases = std::max<uint64_t>(phases, c.header(r, s)->phases);
       }
     }
-    if (k == 0 && phases > 1 && direct_all(c, s)) {
-      bool ok = true;
-      if (me != root && root != kNoRoot && send_bytes > chunk) {
-        const auto* list = reinterpret_cast<const uint64_t*>(c.slot(root, s));
-        size_t len = std::min<uint64_t>(send_bytes, list[2 * me + 1]);
-        if (len > chunk) {
-          ok = transport::cma_write(c.pid(root), in + chunk, reinterpret_cast<uint8_t*>(list[2 * me]) + chunk, len - chunk);
-        }
-      }
-      if (direct_finish(c, ok, "gatherv")) break;
+    if (k == 0 && direct_rest(c, s, phases, "gatherv", [&] {
+          if (me == root || root == kNoRoot || send_bytes <= chunk) return true;
+          const auto* list = reinterpret_cast<const uint64_t*>(c.slot(root, s));
+          size_t len = std::min<uint64_t>(send_bytes, list[2 * me + 1]);
+          if (len <= chunk) return true;
+          auto* to = reinterpret_cast<uint8_t*>(list[2 * me]) + chunk;
+          return transport::cma_write(c.pid(root), in + chunk, to, len - chunk);
+        })) {
+      break;
     }
   }
   if (truncated_from != SIZE_MAX) throw_truncated("gatherv", uint32_t(truncated_from), truncated_bytes, recv_bytes[truncated_from]);

@@ -84,13 +84,12 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
         if (fits) std::memcpy(out + off, src + head, fits);
       }
     }
-    if (k == 0 && phases > 1 && direct_all(c, s)) {
-      bool ok = true;
-      size_t len = std::min<uint64_t>(incoming, recv_bytes);
-      if (me != root && root != kNoRoot && len > first) {
-        ok = transport::cma_read(c.pid(root), out + first, reinterpret_cast<const uint8_t*>(block) + first, len - first);
-      }
-      if (direct_finish(c, ok, "scatterv")) break;
+    if (k == 0 && direct_rest(c, s, phases, "scatterv", [&] {
+          size_t len = std::min<uint64_t>(incoming, recv_bytes);
+          if (me == root || root == kNoRoot || len <= first) return true;
+          return transport::cma_read(c.pid(root), out + first, reinterpret_cast<const uint8_t*>(block) + first, len - first);
+        })) {
+      break;
     }
   }
   if (me != root && incoming > recv_bytes) throw_truncated("scatterv", root, incoming, recv_bytes);

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/transport/wait.h"
+
 namespace nodempi::transport {
 
 CmaMode cma_mode(uint32_t nranks) {
@@ -20,9 +22,8 @@ CmaMode cma_mode(uint32_t nranks) {
     if (std::strcmp(v, "fallback") == 0) return int(CmaMode::FALLBACK);
     return -1;
   }();
-  static const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   if (forced >= 0) return CmaMode(forced);
-  return cpus > 0 && long(nranks) <= cpus ? CmaMode::ON : CmaMode::OFF;
+  return oversubscribed(nranks) ? CmaMode::OFF : CmaMode::ON;
 }
 
 size_t cma_min_bytes() {

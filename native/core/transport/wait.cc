@@ -57,15 +57,19 @@ constexpr long kSleepSliceNs = 20 * 1000 * 1000;
 
 }  // namespace
 
-WaitPolicy WaitPolicy::for_job(uint32_t nranks) {
+bool oversubscribed(uint32_t nranks) {
   // Read once per process: sysconf reads a sysfs file (~5 us), which every
   // new communicator would otherwise pay.
   static const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus > 0 && long(nranks) > cpus;
+}
+
+WaitPolicy WaitPolicy::for_job(uint32_t nranks) {
   static const uint32_t spin_env = env_us("NODEMPI_SPIN_US", UINT32_MAX);
   static const uint32_t yield_us = env_us("NODEMPI_YIELD_US", 2000);
   // When ranks outnumber cores, spinning steals the core the peer needs to
   // make progress; go straight to yielding.
-  uint32_t spin_default = (cpus > 0 && long(nranks) > cpus) ? 0 : 50;
+  uint32_t spin_default = oversubscribed(nranks) ? 0 : 50;
   WaitPolicy p;
   p.spin_ns = (spin_env == UINT32_MAX ? spin_default : spin_env) * 1000;
   p.yield_ns = yield_us * 1000;

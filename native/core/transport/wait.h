@@ -11,6 +11,10 @@ namespace nodempi::transport {
 // Serial-number comparison: sequence numbers wrap, differences never reach 2^31.
 inline bool seq_reached(uint32_t value, uint32_t target) { return int32_t(value - target) >= 0; }
 
+// Whether a job of `nranks` ranks has more ranks than online CPUs: then a
+// rank that spins, or copies on its peers' behalf, takes a core a peer needs.
+bool oversubscribed(uint32_t nranks);
+
 struct WaitPolicy {
   uint32_t spin_ns;   // busy-poll this long first (0 when ranks outnumber cores)
   uint32_t yield_ns;  // then sched_yield() this long, then futex sleeps
