@@ -10,8 +10,11 @@ import { fileURLToPath } from 'node:url';
 import type { UserOpSpec } from './op.js';
 
 type View = ArrayBufferView;
-/** Per-rank doubles for the addon (lib/args.ts). */
-type List = Float64Array | Uint8Array;
+/**
+ * Per-rank doubles for the addon: the number of an argument list set with
+ * setArgLists (lib/args.ts), or a Float64Array.
+ */
+type List = number | Float64Array;
 
 export interface NativeAddon {
   setErrorFactory(make: (errorClass: number, message: string, cause?: unknown) => Error): void;
@@ -45,9 +48,11 @@ export interface NativeAddon {
   allreduce(comm: number, send: View | null, recv: View, count: number, type: number, op: number, user: UserOpSpec | undefined, mode: number): number | undefined;
 
   /**
-   * Counts and displacements (Lists) are doubles in native byte order, one
-   * per rank, in bytes: Float64Arrays, or byte views of them (lib/args.ts).
+   * The argument lists (lib/args.ts): four lists of `width` doubles
+   * each, one after another; a List argument given as a number k is list k.
    */
+  setArgLists(buffer: ArrayBuffer, width: number): void;
+  /** Counts and displacements (Lists) are in bytes, one per rank. */
   gatherv(comm: number, send: View | null, sendBytes: number, recv: View | null, recvBytes: List | null,
     recvDispls: List | null, root: number, mode: number): number | undefined;
   scatterv(comm: number, send: View | null, sendBytes: List | null, sendDispls: List | null,

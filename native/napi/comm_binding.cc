@@ -18,7 +18,7 @@ namespace {
 // barrier(h, mode)
 Napi::Value Barrier(const Napi::CallbackInfo& info) {
   coll::Context* c = &context_arg(info, "barrier");
-  return dispatch(info, {comm_handle(info), [c] { coll::barrier(*c); }, nullptr});
+  return dispatch(info, comm_handle(info), nullptr, [c] { coll::barrier(*c); });
 }
 
 // bcast(h, buf, bytes, root, type, count, mode): type 0 for plain bytes,
@@ -29,7 +29,7 @@ Napi::Value Bcast(const Napi::CallbackInfo& info) {
   coll::Layout buf = layout_arg(info, 1, 4, bytes, false, "bcast", "buffer");
   uint32_t root = root_arg(info, 3, c, "bcast");
   coll::Context* cp = &c;
-  return dispatch(info, {comm_handle(info), [cp, buf, bytes, root] { coll::bcast(*cp, buf, bytes, root); }, nullptr});
+  return dispatch(info, comm_handle(info), nullptr, [cp, buf, bytes, root] { coll::bcast(*cp, buf, bytes, root); });
 }
 
 // gather(h, send|null, recv|null, bytes, root, mode)
@@ -42,7 +42,7 @@ Napi::Value Gather(const Napi::CallbackInfo& info) {
   if (send.data) need(info, send, bytes, "gather", "send buffer");
   Bytes recv = at_root ? need_bytes(info, 2, bytes * c.size(), "gather", "receive buffer") : Bytes{nullptr, 0};
   coll::Context* cp = &c;
-  return dispatch(info, {comm_handle(info), [=] { coll::gather(*cp, send.data, recv.data, bytes, root); }, nullptr});
+  return dispatch(info, comm_handle(info), nullptr, [=] { coll::gather(*cp, send.data, recv.data, bytes, root); });
 }
 
 // scatter(h, send|null, recv|null, bytes, root, mode)
@@ -55,7 +55,7 @@ Napi::Value Scatter(const Napi::CallbackInfo& info) {
   Bytes recv = at_root ? bytes_arg(info, 2, "scatter", "receive buffer") : need_bytes(info, 2, bytes, "scatter", "receive buffer");
   if (recv.data) need(info, recv, bytes, "scatter", "receive buffer");
   coll::Context* cp = &c;
-  return dispatch(info, {comm_handle(info), [=] { coll::scatter(*cp, send.data, recv.data, bytes, root); }, nullptr});
+  return dispatch(info, comm_handle(info), nullptr, [=] { coll::scatter(*cp, send.data, recv.data, bytes, root); });
 }
 
 // allgather(h, send|null, recv, bytes, sendType, sendCount, recvType,
@@ -67,7 +67,7 @@ Napi::Value Allgather(const Napi::CallbackInfo& info) {
   coll::Layout send = layout_arg(info, 1, 4, bytes, true, "allgather", "send buffer");
   coll::Layout recv = layout_arg(info, 2, 6, bytes * c.size(), false, "allgather", "receive buffer");
   coll::Context* cp = &c;
-  return dispatch(info, {comm_handle(info), [=] { coll::allgather(*cp, send, recv, bytes); }, nullptr});
+  return dispatch(info, comm_handle(info), nullptr, [=] { coll::allgather(*cp, send, recv, bytes); });
 }
 
 // alltoall(h, send|null, recv, bytes, mode)
@@ -78,7 +78,7 @@ Napi::Value Alltoall(const Napi::CallbackInfo& info) {
   if (send.data) need(info, send, bytes * c.size(), "alltoall", "send buffer");
   Bytes recv = need_bytes(info, 2, bytes * c.size(), "alltoall", "receive buffer");
   coll::Context* cp = &c;
-  return dispatch(info, {comm_handle(info), [=] { coll::alltoall(*cp, send.data, recv.data, bytes); }, nullptr});
+  return dispatch(info, comm_handle(info), nullptr, [=] { coll::alltoall(*cp, send.data, recv.data, bytes); });
 }
 
 // reduce(h, send|null, recv|null, count, type, op, root, user?, mode)
@@ -95,11 +95,10 @@ Napi::Value Reduce(const Napi::CallbackInfo& info) {
   Bytes recv = at_root ? need_bytes(info, 2, bytes, "reduce", "receive buffer") : Bytes{nullptr, 0};
   coll::Context* cp = &c;
   UserOp* u = user.get();
-  return dispatch(info, {comm_handle(info), [=] {
-                           coll::reduce(*cp, send.data, recv.data, count, op, root);
-                           if (u) u->settle(*cp, "reduce");
-                         },
-                         user});
+  return dispatch(info, comm_handle(info), user, [=] {
+    coll::reduce(*cp, send.data, recv.data, count, op, root);
+    if (u) u->settle(*cp, "reduce");
+  });
 }
 
 // allreduce(h, send|null, recv, count, type, op, user?, mode)
@@ -114,11 +113,10 @@ Napi::Value Allreduce(const Napi::CallbackInfo& info) {
   Bytes recv = need_bytes(info, 2, bytes, "allreduce", "receive buffer");
   coll::Context* cp = &c;
   UserOp* u = user.get();
-  return dispatch(info, {comm_handle(info), [=] {
-                           coll::allreduce(*cp, send.data, recv.data, count, op);
-                           if (u) u->settle(*cp, "allreduce");
-                         },
-                         user});
+  return dispatch(info, comm_handle(info), user, [=] {
+    coll::allreduce(*cp, send.data, recv.data, count, op);
+    if (u) u->settle(*cp, "allreduce");
+  });
 }
 
 // commInfo(h) -> [rank, size]

@@ -170,14 +170,8 @@ constexpr size_t kWakeBytes = 4 * 1024 * 1024;
 size_t payload_bytes(const Napi::CallbackInfo& info) {
   size_t total = 0;
   for (size_t i = 1; i < info.Length(); ++i) {
-    napi_typedarray_type type;
     size_t length = 0;
-    void* data;
-    if (napi_get_typedarray_info(info.Env(), info[i], &type, &length, &data, nullptr, nullptr) == napi_ok) {
-      total += length * element_size(type);
-    } else if (napi_get_dataview_info(info.Env(), info[i], &length, &data, nullptr, nullptr) == napi_ok) {
-      total += length;
-    }
+    if (napi_get_buffer_info(info.Env(), info[i], nullptr, &length) == napi_ok) total += length;
   }
   return total;
 }
@@ -245,6 +239,21 @@ void run_on_main(Progress* pp, std::function<void()> fn) {
   call.cv.wait(lk, [&] { return call.done; });
 }
 
+bool may_run_now(Napi::Env env, uint32_t comm, std::unique_lock<std::mutex>& hold) {
+  Progress* p = State::of(env).progress;
+  if (!p) return true;
+  // Before blocking, let every lane's queued operations progress: a peer
+  // may need one of them to reach this collective.
+  kick_all(*p, comm);
+  progress::Lane* lane = comm < p->lanes.size() ? p->lanes[comm].get() : nullptr;
+  return !lane || lane->try_run_direct(hold);
+}
+
+[[noreturn]] void throw_core(Napi::Env env, const CoreError& e, const UserOp* user) {
+  Napi::Value cause = user && user->failed() ? user->error() : Napi::Value();
+  throw mpi_error(env, e.error_class(), e.what(), cause);
+}
+
 Napi::Value dispatch(const Napi::CallbackInfo& info, Job job) {
   Napi::Env env = info.Env();
   State& st = State::of(env);
@@ -264,21 +273,17 @@ Napi::Value dispatch(const Napi::CallbackInfo& info, Job job) {
   }
   // Blocking: straight on this thread unless earlier operations on the same
   // communicator are still queued, in which case it waits its turn.
-  Progress* p = st.progress;
-  // Before blocking, let every lane's queued operations progress: a peer
-  // may need one of them to reach this collective.
-  if (p) kick_all(*p, job.comm);
-  progress::Lane* lane = p && job.comm < p->lanes.size() ? p->lanes[job.comm].get() : nullptr;
   std::unique_lock<std::mutex> hold;
-  if (!lane || lane->try_run_direct(hold)) {
+  if (may_run_now(env, job.comm, hold)) {
     try {
       job.body();
     } catch (const CoreError& e) {
-      Napi::Value cause = job.user && job.user->failed() ? job.user->error() : Napi::Value();
-      throw mpi_error(env, e.error_class(), e.what(), cause);
+      throw_core(env, e, job.user.get());
     }
     return env.Undefined();
   }
+  Progress* p = st.progress;
+  progress::Lane* lane = p->lanes[job.comm].get();
   auto op = make_op(*p, job);
   lane->submit(op, false);
   wait_done(*p, *lane, op.get());

@@ -7,6 +7,10 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <utility>
+
+#include "core/error.h"
 
 #include "napi/user_op.h"
 
@@ -30,6 +34,31 @@ enum class Mode : int { BLOCKING = 0, NONBLOCKING = 1, PERSISTENT = 2 };
 // a template id for start()).
 Napi::Value dispatch(const Napi::CallbackInfo& info, Job job);
 Mode mode_arg(const Napi::CallbackInfo& info);
+
+// True when a blocking collective on `comm` may run on this thread now
+// (nothing of it queued); `hold` then keeps its lane until released.
+bool may_run_now(Napi::Env env, uint32_t comm, std::unique_lock<std::mutex>& hold);
+// Throws the MPIError for a core error, with the user op's error as cause.
+[[noreturn]] void throw_core(Napi::Env env, const CoreError& e, const UserOp* user);
+
+// dispatch() for a body not yet wrapped in a Job: a blocking call that may
+// run at once calls it in place, so the common small call builds no
+// std::function (a heap allocation for most bodies' captures).
+template <class Body>
+Napi::Value dispatch(const Napi::CallbackInfo& info, uint32_t comm, std::shared_ptr<UserOp> user, Body&& body) {
+  if (mode_arg(info) == Mode::BLOCKING) {
+    std::unique_lock<std::mutex> hold;
+    if (may_run_now(info.Env(), comm, hold)) {
+      try {
+        body();
+      } catch (const CoreError& e) {
+        throw_core(info.Env(), e, user.get());
+      }
+      return info.Env().Undefined();
+    }
+  }
+  return dispatch(info, Job{comm, std::forward<Body>(body), std::move(user)});
+}
 
 struct Progress;
 // The engine of this environment (created on first use; main thread).

@@ -43,6 +43,17 @@ struct LastLocal {
   double generation = 0;
 };
 
+// The per-rank lists of the v-collectives (lib/args.ts): kArgLists lists of
+// `width` doubles in one ArrayBuffer both sides keep, so that a call names
+// a list by its number instead of passing a view to unwrap (tens of
+// nanoseconds each, four for an alltoallv).
+constexpr uint32_t kArgLists = 4;
+struct ArgLists {
+  Napi::Reference<Napi::ArrayBuffer> hold;
+  const uint8_t* data = nullptr;
+  size_t width = 0;
+};
+
 struct State {
   std::unique_ptr<transport::Segment> segment;  // null for a singleton
   uint32_t world_rank = 0;
@@ -59,6 +70,7 @@ struct State {
   bool keep_segment = false;           // a progress thread may still use it
   UserScratch user_scratch;
   LastLocal last_local;
+  ArgLists arg_lists;
 
   static State& of(Napi::Env env) { return *env.GetInstanceData<State>(); }
 };

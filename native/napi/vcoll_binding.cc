@@ -1,6 +1,7 @@
 // Entry points of the v-variants, reduce-scatter and the scans. Counts and
-// displacements arrive as Float64Arrays of bytes (lib/ converts elements);
-// every block is re-checked against its buffer before the core runs.
+// displacements arrive in bytes (lib/ converts elements), as numbered
+// argument lists (sizes_arg); every block is re-checked against its buffer
+// before the core runs.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -37,23 +38,43 @@ class Sizes {
   std::vector<size_t> heap_;
 };
 
-// n non-negative integers stored as doubles (a Float64Array, or a byte view
-// of one: lib/args.ts), as size_t.
+// n non-negative integers stored as doubles: argument list number `i` of
+// State::arg_lists (lib/args.ts), or a Float64Array (or a byte view of
+// one) of the caller's; as size_t.
 Sizes sizes_arg(const Napi::CallbackInfo& info, size_t i, uint32_t n, const char* call, const char* what) {
-  Bytes b = bytes_arg(info, i, call, what);
-  if (!b.data || b.length < n * sizeof(double)) {
-    throw_mpi(info.Env(), ErrorClass::ARG, std::string(call) + ": " + what + " must list one value per rank");
+  const uint8_t* src = nullptr;
+  if (info[i].IsNumber()) {
+    const ArgLists& lists = State::of(info.Env()).arg_lists;
+    uint32_t k = u32_arg(info, i);
+    if (k < kArgLists && n <= lists.width) src = lists.data + k * lists.width * sizeof(double);
+  } else {
+    Bytes b = bytes_arg(info, i, call, what);
+    if (b.data && b.length >= n * sizeof(double)) src = b.data;
   }
+  if (!src) throw_mpi(info.Env(), ErrorClass::ARG, std::string(call) + ": " + what + " must list one value per rank");
   Sizes out(n);
   for (uint32_t r = 0; r < n; ++r) {
     double d;
-    std::memcpy(&d, b.data + r * sizeof(double), sizeof d);
+    std::memcpy(&d, src + r * sizeof(double), sizeof d);
     if (!(d >= 0) || d != double(size_t(d))) {
       throw_mpi(info.Env(), ErrorClass::COUNT, std::string(call) + ": " + what + " must be non-negative integers");
     }
     out[r] = size_t(d);
   }
   return out;
+}
+
+// setArgLists(buffer, width): the lists sizes_arg reads by number.
+void SetArgLists(const Napi::CallbackInfo& info) {
+  ArgLists& lists = State::of(info.Env()).arg_lists;
+  Napi::ArrayBuffer buf = info[0].As<Napi::ArrayBuffer>();
+  size_t width = size_arg(info, 1, "setArgLists", "width");
+  if (buf.ByteLength() < kArgLists * width * sizeof(double)) {
+    throw_mpi(info.Env(), ErrorClass::ARG, "setArgLists: the buffer is smaller than its lists");
+  }
+  lists.hold = Napi::Persistent(buf);
+  lists.data = static_cast<const uint8_t*>(buf.Data());
+  lists.width = width;
 }
 
 // Every block [displ, displ + bytes) must lie inside the buffer.
@@ -90,10 +111,9 @@ Napi::Value Gatherv(const Napi::CallbackInfo& info) {
     check_blocks(info, recv, rb, rd, "gatherv", "receive buffer");
   }
   coll::Context* cp = &c;
-  return dispatch(info, {comm_handle(info), [=] {
-                           coll::gatherv(*cp, send.data, send_bytes, recv.data, rb.data(), rd.data(), root);
-                         },
-                         nullptr});
+  return dispatch(info, comm_handle(info), nullptr, [=] {
+    coll::gatherv(*cp, send.data, send_bytes, recv.data, rb.data(), rd.data(), root);
+  });
 }
 
 // scatterv(h, send|null, sendBytes|null, sendDispls|null, recv|null, recvBytes, root, mode)
@@ -112,10 +132,9 @@ Napi::Value Scatterv(const Napi::CallbackInfo& info) {
     check_blocks(info, send, sb, sd, "scatterv", "send buffer");
   }
   coll::Context* cp = &c;
-  return dispatch(info, {comm_handle(info), [=] {
-                           coll::scatterv(*cp, send.data, sb.data(), sd.data(), recv.data, recv_bytes, root);
-                         },
-                         nullptr});
+  return dispatch(info, comm_handle(info), nullptr, [=] {
+    coll::scatterv(*cp, send.data, sb.data(), sd.data(), recv.data, recv_bytes, root);
+  });
 }
 
 // allgatherv(h, send|null, sendBytes, recv, recvBytes, recvDispls, mode)
@@ -129,10 +148,9 @@ Napi::Value Allgatherv(const Napi::CallbackInfo& info) {
   Sizes rd = sizes_arg(info, 5, c.size(), "allgatherv", "receive displacements");
   check_blocks(info, recv, rb, rd, "allgatherv", "receive buffer");
   coll::Context* cp = &c;
-  return dispatch(info, {comm_handle(info), [=] {
-                           coll::allgatherv(*cp, send.data, send_bytes, recv.data, rb.data(), rd.data());
-                         },
-                         nullptr});
+  return dispatch(info, comm_handle(info), nullptr, [=] {
+    coll::allgatherv(*cp, send.data, send_bytes, recv.data, rb.data(), rd.data());
+  });
 }
 
 // alltoallv(h, send|null, sendBytes|null, sendDispls|null, recv, recvBytes, recvDispls, mode)
@@ -150,10 +168,9 @@ Napi::Value Alltoallv(const Napi::CallbackInfo& info) {
   Sizes rd = sizes_arg(info, 6, c.size(), "alltoallv", "receive displacements");
   check_blocks(info, recv, rb, rd, "alltoallv", "receive buffer");
   coll::Context* cp = &c;
-  return dispatch(info, {comm_handle(info), [=] {
-                           coll::alltoallv(*cp, send.data, sb.data(), sd.data(), recv.data, rb.data(), rd.data());
-                         },
-                         nullptr});
+  return dispatch(info, comm_handle(info), nullptr, [=] {
+    coll::alltoallv(*cp, send.data, sb.data(), sd.data(), recv.data, rb.data(), rd.data());
+  });
 }
 
 // reduceScatter(h, send|null, recv, counts (items), type, op, user?, mode)
@@ -169,11 +186,10 @@ Napi::Value ReduceScatter(const Napi::CallbackInfo& info) {
   Bytes recv = need_bytes(info, 2, (send.data ? counts[c.rank()] : total) * op.item, "reduceScatter", "receive buffer");
   coll::Context* cp = &c;
   UserOp* u = user.get();
-  return dispatch(info, {comm_handle(info), [=] {
-                           coll::reduce_scatter(*cp, send.data, recv.data, counts.data(), op);
-                           if (u) u->settle(*cp, "reduceScatter");
-                         },
-                         user});
+  return dispatch(info, comm_handle(info), user, [=] {
+    coll::reduce_scatter(*cp, send.data, recv.data, counts.data(), op);
+    if (u) u->settle(*cp, "reduceScatter");
+  });
 }
 
 // scan(h, send|null, recv, count, type, op, exclusive, user?, mode)
@@ -189,11 +205,10 @@ Napi::Value Scan(const Napi::CallbackInfo& info) {
   Bytes recv = need_bytes(info, 2, count * op.item, call, "receive buffer");
   coll::Context* cp = &c;
   UserOp* u = user.get();
-  return dispatch(info, {comm_handle(info), [=] {
-                           coll::scan(*cp, send.data, recv.data, count, op, exclusive);
-                           if (u) u->settle(*cp, call);
-                         },
-                         user});
+  return dispatch(info, comm_handle(info), user, [=] {
+    coll::scan(*cp, send.data, recv.data, count, op, exclusive);
+    if (u) u->settle(*cp, call);
+  });
 }
 
 // exchangeFold(h, send|null, sendBytes, sendDispls, recv|null, recvBytes, count, type, op, user?, mode)
@@ -216,16 +231,16 @@ Napi::Value ExchangeFold(const Napi::CallbackInfo& info) {
   Bytes recv = any ? need_bytes(info, 4, count * op.item, call, "receive buffer") : Bytes{nullptr, 0};
   coll::Context* cp = &c;
   UserOp* u = user.get();
-  return dispatch(info, {comm_handle(info), [=] {
-                           coll::exchange_fold(*cp, send.data, sb.data(), sd.data(), recv.data, rb.data(), count, op);
-                           if (u) u->settle(*cp, "reduction");
-                         },
-                         user});
+  return dispatch(info, comm_handle(info), user, [=] {
+    coll::exchange_fold(*cp, send.data, sb.data(), sd.data(), recv.data, rb.data(), count, op);
+    if (u) u->settle(*cp, "reduction");
+  });
 }
 
 }  // namespace
 
 void register_vcoll(Napi::Env env, Napi::Object exports) {
+  exports.Set("setArgLists", Napi::Function::New(env, SetArgLists, "setArgLists"));
   exports.Set("gatherv", Napi::Function::New(env, Gatherv, "gatherv"));
   exports.Set("scatterv", Napi::Function::New(env, Scatterv, "scatterv"));
   exports.Set("allgatherv", Napi::Function::New(env, Allgatherv, "allgatherv"));
