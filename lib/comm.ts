@@ -231,7 +231,7 @@ export class Comm {
     if (this.#rank === root) {
       const r = stageMove(resolveBlocks('gather', 'receive buffer', recv, this.#size), send === IN_PLACE ? 'both' : 'recv', this.#size);
       const s = send === IN_PLACE ? null : stageMove(resolve('gather', 'send buffer', send), 'send');
-      if (s) sameBytes('gather', s, r);
+      if (s) sameBytes('gather', s.bytes, r.bytes);
       return native.gather(h, s && s.view, r.view, r.bytes, root, mode);
     } else {
       const s = stageMove(resolve('gather', 'send buffer', notInPlace('gather', 'send buffer', send, 'the root')), 'send');
@@ -245,7 +245,7 @@ export class Comm {
     if (this.#rank === root) {
       const s = stageMove(resolveBlocks('scatter', 'send buffer', send, this.#size), 'send', this.#size);
       const r = recv === IN_PLACE ? null : stageMove(resolve('scatter', 'receive buffer', recv), 'recv');
-      if (r) sameBytes('scatter', s, r);
+      if (r) sameBytes('scatter', s.bytes, r.bytes);
       return native.scatter(h, s.view, r && r.view, s.bytes, root, mode);
     } else {
       const r = stageMove(resolve('scatter', 'receive buffer', notInPlace('scatter', 'receive buffer', recv, 'the root')), 'recv');
@@ -257,7 +257,7 @@ export class Comm {
     const h = this.handle;
     const r = fuseMove(resolveBlocks('allgather', 'receive buffer', recv, this.#size), this.#size);
     const s = send === IN_PLACE ? null : fuseMove(resolve('allgather', 'send buffer', send));
-    if (s) sameBytes('allgather', s, r);
+    if (s) sameBytes('allgather', s.bytes, r.bytes);
     return native.allgather(h, s && s.view, r.view, r.bytes, s ? s.type : 0, s ? s.count : 0, r.type, r.count, mode);
   }
 
@@ -265,7 +265,7 @@ export class Comm {
     const h = this.handle;
     const r = stageMove(resolveBlocks('alltoall', 'receive buffer', recv, this.#size), send === IN_PLACE ? 'both' : 'recv', this.#size);
     const s = send === IN_PLACE ? null : stageMove(resolveBlocks('alltoall', 'send buffer', send, this.#size), 'send', this.#size);
-    if (s) sameBytes('alltoall', s, r);
+    if (s) sameBytes('alltoall', s.bytes, r.bytes);
     return native.alltoall(h, s && s.view, r.view, r.bytes, mode);
   }
 
@@ -305,7 +305,7 @@ export class Comm {
     if (this.#rank === root) {
       const r = stageMoveV(resolveV('gatherv', 'receive spec', recv, this.#size, 0), send === IN_PLACE ? 'both' : 'recv');
       const s = send === IN_PLACE ? null : stageMove(resolve('gatherv', 'send buffer', send), 'send');
-      if (s) sameBytes('gatherv', s, blockOf(r, root));
+      if (s) sameBytes('gatherv', s.bytes, r.bytes[root]!);
       return native.gatherv(h, s && s.view, s ? s.bytes : 0, r.view, offHeap(0, r.bytes), offHeap(1, r.displs), root, mode);
     } else {
       const s = stageMove(resolve('gatherv', 'send buffer', notInPlace('gatherv', 'send buffer', send, 'the root')), 'send');
@@ -319,7 +319,7 @@ export class Comm {
     if (this.#rank === root) {
       const sv = stageMoveV(resolveV('scatterv', 'send spec', send, this.#size, 0), 'send');
       const r = recv === IN_PLACE ? null : stageMove(resolve('scatterv', 'receive buffer', recv), 'recv');
-      if (r) sameBytes('scatterv', blockOf(sv, root), r);
+      if (r) sameBytes('scatterv', sv.bytes[root]!, r.bytes);
       return native.scatterv(h, sv.view, offHeap(0, sv.bytes), offHeap(1, sv.displs), r && r.view, r ? r.bytes : 0, root, mode);
     } else {
       const r = stageMove(resolve('scatterv', 'receive buffer', notInPlace('scatterv', 'receive buffer', recv, 'the root')), 'recv');
@@ -331,7 +331,7 @@ export class Comm {
     const h = this.handle;
     const r = stageMoveV(resolveV('allgatherv', 'receive spec', recv, this.#size, 0), send === IN_PLACE ? 'both' : 'recv');
     const s = send === IN_PLACE ? null : stageMove(resolve('allgatherv', 'send buffer', send), 'send');
-    if (s) sameBytes('allgatherv', s, blockOf(r, this.#rank));
+    if (s) sameBytes('allgatherv', s.bytes, r.bytes[this.#rank]!);
     return native.allgatherv(h, s && s.view, s ? s.bytes : 0, r.view, offHeap(0, r.bytes), offHeap(1, r.displs), mode);
   }
 
@@ -740,11 +740,6 @@ export class Comm {
 // Collective calls of this thread in progress (see Comm._run).
 let running = 0;
 
-// Block r of a v-spec as a Resolved, for the checks against a plain buffer.
-function blockOf(v: { bytes: Float64Array; counts: ArrayLike<number>; types: readonly Datatype[]; view: ArrayBufferView }, r: number): Resolved {
-  return { view: v.view, count: v.counts[r]!, type: v.types[r]!, bytes: v.bytes[r]! };
-}
-
 function countList(call: string, list: unknown, n: number): number[] {
   if (!Array.isArray(list) || list.length !== n) {
     fail('ERR_ARG', call, `recvcounts must list one count per rank (${n}), got ${describe(list)}`);
@@ -768,13 +763,9 @@ function notInPlace<T>(call: string, what: string, spec: T | typeof IN_PLACE, wh
 }
 
 // The send and receive sides of one rank must carry the same number of bytes.
-function sameBytes(call: string, send: { bytes: number }, recv: { bytes: number }): void {
-  if (send.bytes > recv.bytes) {
-    fail('ERR_TRUNCATE', call, `send buffer carries ${send.bytes} bytes but a receive block holds only ${recv.bytes}`);
-  }
-  if (send.bytes < recv.bytes) {
-    fail('ERR_COUNT', call, `send buffer carries ${send.bytes} bytes but a receive block expects ${recv.bytes}`);
-  }
+function sameBytes(call: string, send: number, recv: number): void {
+  if (send > recv) fail('ERR_TRUNCATE', call, `send buffer carries ${send} bytes but a receive block holds only ${recv}`);
+  if (send < recv) fail('ERR_COUNT', call, `send buffer carries ${send} bytes but a receive block expects ${recv}`);
 }
 
 // Reductions need the same datatype and count on both sides.

@@ -475,6 +475,7 @@ export class Datatype {
   #sig: Sig | undefined;
   #native: NativeType | undefined;
   #lastSig: [count: number, hash: bigint] | undefined;
+  #contiguous: boolean | undefined;
 
   private constructor(name: string, shape: Shape, predefined: boolean, children: readonly Datatype[],
     build: () => Node | null, sig: () => Sig, nativeType?: NativeType) {
@@ -529,6 +530,11 @@ export class Datatype {
    * lb === 0, no holes, no reordering): such a message moves as plain bytes.
    */
   get contiguous(): boolean {
+    // Asked at every collective call; a type never changes once made.
+    return (this.#contiguous ??= this.#isContiguous());
+  }
+
+  #isContiguous(): boolean {
     const s = this.#shape;
     if (s.lb !== 0 || s.ub !== s.size) return false;
     if (s.size === 0) return true;

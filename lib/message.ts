@@ -42,9 +42,21 @@ const inferred = new Map<unknown, Datatype>([
   [DataView, Datatype.BYTE],
 ]);
 
+// The last kind looked up: a call site passes the same kind call after
+// call, and a compare is much cheaper than the Map lookup.
+let lastKind: unknown = Float64Array;
+let lastType: Datatype = Datatype.DOUBLE;
+
 /** @internal The datatype a TypedArray of a built-in kind implies, if it is one (no subclasses). */
 export function bareType(view: ArrayBufferView): Datatype | undefined {
-  return inferred.get(view.constructor);
+  const kind = view.constructor;
+  if (kind === lastKind) return lastType;
+  const type = inferred.get(kind);
+  if (type) {
+    lastKind = kind;
+    lastType = type;
+  }
+  return type;
 }
 
 function inferType(view: ArrayBufferView): Datatype {
@@ -130,13 +142,29 @@ function wholeCount(call: string, what: string, view: ArrayBufferView, type: Dat
   return n;
 }
 
+/**
+ * @internal A Resolved. Every one is made here, so that they all share one
+ * hidden class: literals at several sites made V8 migrate objects between
+ * maps at every call once a few collectives had run.
+ */
+export function resolved(view: ArrayBufferView, count: number, type: Datatype, bytes: number): Resolved {
+  return { view, count, type, bytes };
+}
+
 /** Resolves a whole-buffer message spec. */
 export function resolve(call: string, what: string, spec: unknown): Resolved {
+  if (ArrayBuffer.isView(spec)) {
+    // The common bare view, without the general parse: its implied type
+    // is predefined, so whole items are all the bounds there are.
+    const type = inferType(spec);
+    const count = wholeCount(call, what, spec, type);
+    return resolved(spec, count, type, count * type.extent);
+  }
   const p = parse(call, what, spec);
   const count = p.count ?? wholeCount(call, what, p.view, p.type);
   const bytes = count * p.type.extent;
   needBytes(call, what, p.view, bytes, count, p.type);
-  return { view: p.view, count, type: p.type, bytes };
+  return resolved(p.view, count, p.type, bytes);
 }
 
 /**
@@ -145,7 +173,7 @@ export function resolve(call: string, what: string, spec: unknown): Resolved {
  * split evenly into `blocks`; an explicit count is the per-block count.
  */
 export function resolveBlocks(call: string, what: string, spec: unknown, blocks: number): Resolved {
-  const p = parse(call, what, spec);
+  const p = ArrayBuffer.isView(spec) ? { view: spec, count: undefined, type: inferType(spec) } : parse(call, what, spec);
   let count: number;
   if (p.count === undefined) {
     const total = wholeCount(call, what, p.view, p.type);
@@ -158,7 +186,7 @@ export function resolveBlocks(call: string, what: string, spec: unknown, blocks:
   }
   const bytes = count * p.type.extent;
   needBytes(call, what, p.view, bytes * blocks, count * blocks, p.type);
-  return { view: p.view, count, type: p.type, bytes };
+  return resolved(p.view, count, p.type, bytes);
 }
 
 /** `[buf, counts, displs?, datatype?]`: counts and displacements in items. */
@@ -176,6 +204,8 @@ export interface ResolvedV {
   /** Per rank: count × extent, as the addon takes them. */
   readonly bytes: Float64Array;
   readonly displs: Float64Array;
+  /** Every block's datatype moves as its memory (stageMoveV has nothing to do). */
+  readonly contiguous: boolean;
 }
 
 // `list`, an array or TypedArray of n non-negative integers, checked where
@@ -237,9 +267,12 @@ function checkBlocks(call: string, what: string, view: ArrayBufferView, bytes: F
 export function resolveV(call: string, what: string, spec: unknown, n: number, slot?: number): ResolvedV {
   const parts = vParts(call, what, spec);
   const view = asView(call, what, parts[0]);
-  const counts = intList(call, what, 'counts', parts[1], n, 'ERR_COUNT');
   const type = parts[3] === undefined ? inferType(view) : checkDatatype(parts[3], call, what, ' datatype');
   const [bytes, displs] = lists(n, slot);
+  if (quickV(view, type, parts[1], parts[2], n, bytes, displs)) {
+    return { view, counts: parts[1] as number[], types: typesOf(type, n), bytes, displs, contiguous: type.contiguous };
+  }
+  const counts = intList(call, what, 'counts', parts[1], n, 'ERR_COUNT');
   if (parts[2] === undefined || parts[2] === null) {
     let at = 0;
     for (let r = 0; r < n; r++) {
@@ -253,7 +286,30 @@ export function resolveV(call: string, what: string, spec: unknown, n: number, s
   for (let r = 0; r < n; r++) bytes[r] = counts[r]! * type.extent;
   const types = typesOf(type, n);
   checkBlocks(call, what, view, bytes, displs, counts, types);
-  return { view, counts, types, bytes, displs };
+  return { view, counts, types, bytes, displs, contiguous: type.contiguous };
+}
+
+// The common v-spec in one pass: plain arrays of counts and displacements
+// (or none) below 2^32, a predefined type, every block inside the buffer.
+// False leaves the lists half filled for the general path, which does every
+// check again and names what is wrong.
+function quickV(view: ArrayBufferView, type: Datatype, counts: unknown, given: unknown, n: number,
+  bytes: Float64Array, displs: Float64Array): boolean {
+  if (!type.predefined || !Array.isArray(counts) || counts.length !== n) return false;
+  const packed = given === undefined || given === null;
+  if (!packed && (!Array.isArray(given) || given.length !== n)) return false;
+  const extent = type.extent, room = view.byteLength;
+  let at = 0;
+  for (let r = 0; r < n; r++) {
+    const c: unknown = counts[r];
+    const d: unknown = packed ? at : (given as unknown[])[r];
+    if (typeof c !== 'number' || typeof d !== 'number' || (c >>> 0) !== c || (d >>> 0) !== d) return false;
+    if (c > 0 && (d + c) * extent > room) return false;
+    bytes[r] = c * extent;
+    displs[r] = d * extent;
+    at += c;
+  }
+  return true;
 }
 
 function lists(n: number, slot: number | undefined): [Float64Array, Float64Array] {
@@ -278,7 +334,7 @@ export function resolveW(call: string, what: string, spec: unknown, n: number, s
     displs[r] = d[r]!;
   }
   checkBlocks(call, what, view, bytes, displs, counts, types);
-  return { view, counts, types, bytes, displs };
+  return { view, counts, types, bytes, displs, contiguous: types.every((t) => t.contiguous) };
 }
 
 // ---- Staging: derived datatypes in collectives ------------------------------
@@ -406,12 +462,12 @@ export function stageMove(m: Resolved, side: Side, blocks = 1): Resolved {
     st.before.push(pack);
   }
   if (side !== 'send' && wire.length) st.after.push(() => native.typeUnpack(t.handle, items, wire, 0, m.view, 0));
-  return { view: wire, count: m.count, type: t, bytes: m.count * t.size };
+  return resolved(wire, m.count, t, m.count * t.size);
 }
 
 /** @internal The wire form of a v- or w-spec: blocks packed one after another. */
 export function stageMoveV(v: ResolvedV, side: Side): ResolvedV {
-  if (v.types.every((t) => t.contiguous)) return v;
+  if (v.contiguous) return v;
   // The pack and unpack below may run later (nonblocking, persistent): they
   // keep copies of the caller's counts and of argument-list slots.
   v = { ...v, counts: Array.from(v.counts), displs: v.displs.slice(0, v.counts.length) };
@@ -445,7 +501,7 @@ export function stageMoveV(v: ResolvedV, side: Side): ResolvedV {
       else native.typeUnpack(t.handle, v.counts[r]!, wire, displs[r]!, v.view, v.displs[r]!);
     }));
   }
-  return { view: wire, counts: v.counts, types: v.types, bytes, displs };
+  return { view: wire, counts: v.counts, types: v.types, bytes, displs, contiguous: false };
 }
 
 /** A reduction operand as the kernels see it. */
