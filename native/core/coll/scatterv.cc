@@ -3,6 +3,7 @@
 
 #include "core/coll/coll.h"
 #include "core/coll/direct.h"
+#include "core/coll/lanes.h"
 #include "core/transport/cma.h"
 
 namespace nodempi::coll {
@@ -28,40 +29,30 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
     std::memcpy(out, in + send_displs[me], send_bytes[me]);
   }
   if (n == 1) return;
-  // The first phase's lanes start with the block's byte count and address.
-  const size_t lane = c.half_bytes() / n / 8 * 8;
-  const size_t first = lane - 2 * sizeof(uint64_t);
-
+  const Lanes lanes(c);
   uint64_t phases = 1;
   if (me == root) {
     for (uint32_t r = 0; r < n; ++r) {
-      if (r != root && send_bytes[r] > first) phases = std::max<uint64_t>(phases, 1 + (send_bytes[r] - first + lane - 1) / lane);
+      if (r != root) phases = std::max(phases, lanes.phases(send_bytes[r]));
     }
   }
-  uint64_t incoming = 0, block = 0;
+  LaneHead incoming{0, 0};
   Signature sig;
   sig.kind = SCATTERV;
   sig.root = root;
   sig.direct = direct_ready(c) ? 1 : 0;
   for (uint64_t k = 0; k < phases; ++k) {
     uint32_t s = k == 0 ? c.open(sig, "scatterv") : c.next_phase();
-    // Bytes of a block before phase k, and room for it in phase k.
-    size_t off = k == 0 ? 0 : first + (k - 1) * lane;
-    size_t room_here = k == 0 ? first : lane;
-    size_t head = k == 0 ? 2 * sizeof(uint64_t) : 0;
+    size_t off = lanes.offset(k);
     if (k == 0) c.header(me, s)->phases = phases;
     if (me == root) {
       if (k) c.acquire_slot(s, "scatterv");
-      uint8_t* slot = c.slot(root, s);
+      uint8_t* half = c.slot(root, s);
       for (uint32_t r = 0; r < n; ++r) {
         if (r == root) continue;
-        uint8_t* dst = slot + size_t(r) * lane;
-        if (k == 0) {
-          uint64_t b[2] = {send_bytes[r], reinterpret_cast<uint64_t>(in + send_displs[r])};
-          std::memcpy(dst, b, sizeof b);
-        }
-        size_t len = send_bytes[r] > off ? std::min(room_here, send_bytes[r] - off) : 0;
-        if (len) std::memcpy(dst + head, in + send_displs[r] + off, len);
+        if (k == 0) lanes.put_head(half, r, {send_bytes[r], reinterpret_cast<uint64_t>(in + send_displs[r])});
+        size_t len = lanes.chunk(send_bytes[r], k);
+        if (len) std::memcpy(lanes.data(half, r, k), in + send_displs[r] + off, len);
       }
       c.post(s);
       if (k == 0) c.agree(s, "scatterv");
@@ -74,25 +65,23 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
       // A rank that receives nothing (kNoRoot) only keeps in step.
       if (root != kNoRoot) {
         if (k) c.wait(root, s, "scatterv");
-        const uint8_t* src = c.slot(root, s) + size_t(me) * lane;
-        if (k == 0) {
-          std::memcpy(&incoming, src, sizeof incoming);
-          std::memcpy(&block, src + sizeof incoming, sizeof block);
-        }
-        size_t avail = incoming > off ? std::min<uint64_t>(room_here, incoming - off) : 0;
+        const uint8_t* half = c.slot(root, s);
+        if (k == 0) incoming = lanes.head(half, me);
+        size_t avail = lanes.chunk(incoming.bytes, k);
         size_t fits = recv_bytes > off ? std::min(avail, recv_bytes - off) : 0;
-        if (fits) std::memcpy(out + off, src + head, fits);
+        if (fits) std::memcpy(out + off, lanes.data(half, me, k), fits);
       }
     }
     if (k == 0 && direct_rest(c, s, phases, "scatterv", [&] {
-          size_t len = std::min<uint64_t>(incoming, recv_bytes);
-          if (me == root || root == kNoRoot || len <= first) return true;
-          return transport::cma_read(c.pid(root), out + first, reinterpret_cast<const uint8_t*>(block) + first, len - first);
+          size_t len = std::min<uint64_t>(incoming.bytes, recv_bytes);
+          if (me == root || root == kNoRoot || len <= lanes.first()) return true;
+          const auto* from = reinterpret_cast<const uint8_t*>(incoming.addr) + lanes.first();
+          return transport::cma_read(c.pid(root), out + lanes.first(), from, len - lanes.first());
         })) {
       break;
     }
   }
-  if (me != root && incoming > recv_bytes) throw_truncated("scatterv", root, incoming, recv_bytes);
+  if (me != root && incoming.bytes > recv_bytes) throw_truncated("scatterv", root, incoming.bytes, recv_bytes);
 }
 
 }  // namespace nodempi::coll
