@@ -13,11 +13,12 @@ namespace nodempi::coll {
 // inoutvec = invec op inoutvec with the lower rank as invec, which is also
 // what a non-commutative user op needs. The items are processed in blocks
 // that stay in L1 while all n-1 steps run over them. `out` must not alias
-// any source.
+// any source but the last, which it may be exactly (the inout operand of
+// the first step).
 inline void fold(const Combiner& op, const uint8_t* const* src, uint32_t n, uint8_t* out, size_t count) {
   const size_t item = op.item;
   if (n == 1) {
-    if (count) std::memcpy(out, src[0], count * item);
+    if (count && out != src[0]) std::memcpy(out, src[0], count * item);
     return;
   }
   const size_t block = op.block_items();

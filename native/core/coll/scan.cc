@@ -6,9 +6,10 @@
 namespace nodempi::coll {
 
 // scan_flat / exscan_flat: per chunk of at most one half,
-//   1. every rank waits until its half is free, copies its chunk in, posts;
+//   1. every rank but the last waits until its half is free, copies its
+//      chunk in, posts; the last only posts (no rank folds its chunks);
 //   2. rank r folds the chunks of ranks 0..r (0..r-1 for exscan), in rank
-//      order, into its receive buffer.
+//      order, into its receive buffer, its own straight from its buffer.
 // Rank 0's receive buffer is left untouched by exscan, as MPI says.
 void scan(Context& c, const void* send, void* recv, size_t count, const Combiner& op, bool exclusive) {
   const uint32_t n = c.size(), me = c.rank();
@@ -28,12 +29,14 @@ void scan(Context& c, const void* send, void* recv, size_t count, const Combiner
     const char* what = exclusive ? "exscan" : "scan";
     uint32_t s = done == 0 ? c.open(reduction_sig(exclusive ? EXSCAN : SCAN, 0, op, count), what) : c.next_phase();
     if (done) c.acquire_slot(s, what);
-    if (m) std::memcpy(c.slot(me, s), in + done * item, m * item);
+    if (m && me + 1 < n) std::memcpy(c.slot(me, s), in + done * item, m * item);
     c.post(s);
     if (done == 0) c.agree(s, what);
     for (uint32_t r = 0; r < upto; ++r) {
       if (r != me) c.wait(r, s, what);
-      src[r] = c.slot(r, s);
+      // IN_PLACE makes this source the output itself, which the kernels
+      // and user ops take (it is the inout operand of fold's first step).
+      src[r] = r == me ? in + done * item : c.slot(r, s);
     }
     if (upto > 0) fold(op, src, upto, out + done * item, m);
     done += m;
