@@ -6,7 +6,10 @@
 // (NODEMPI_CMA=fallback: every rank takes the single-copy protocol but
 // declares its copies refused, so after the signature phase all fall back
 // to the slots, the path a kernel without Cross Memory Attach takes), also
-// with small slots so the fallback crosses many chunks. The plain suites in
+// with small slots so the fallback crosses many chunks; and copies that
+// fail only when tried (NODEMPI_CMA=refuse: all ranks ready, every copy
+// between processes refused), where each call falls back after its copies
+// (the v-collectives with blocks that skipped the first phase included). The plain suites in
 // test/coll run with the default, which depends on the machine's cores.
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
@@ -19,6 +22,8 @@ const modes: [string, Record<string, string>][] = [
   ['single copy off', { NODEMPI_CMA: '0' }],
   ['the single-copy fallback', { NODEMPI_CMA: 'fallback', NODEMPI_CMA_MIN: '1' }],
   ['the single-copy fallback and 8 KiB slots', { NODEMPI_CMA: 'fallback', NODEMPI_CMA_MIN: '1', NODEMPI_SLOT_KB: '8' }],
+  ['single copies the kernel refuses', { NODEMPI_CMA: 'refuse', NODEMPI_CMA_MIN: '1' }],
+  ['single copies the kernel refuses and 8 KiB slots', { NODEMPI_CMA: 'refuse', NODEMPI_CMA_MIN: '1', NODEMPI_SLOT_KB: '8' }],
 ];
 
 describe.each(modes)('data movement with %s', (_label, env) => {

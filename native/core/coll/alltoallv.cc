@@ -20,9 +20,10 @@ namespace nodempi::coll {
 // each chunk is in the slot before recv is overwritten.
 // alltoallv_direct (direct.h): the first phase's lanes also carry each
 // block's address, and when more than one phase would follow every rank
-// reads the rest of its blocks from the peers' send buffers itself. Not
-// with IN_PLACE, where a peer may still be reading the block this rank
-// would overwrite.
+// reads the rest of its blocks from the peers' send buffers itself (all of
+// a block of the single-copy size, which sends nothing in the first phase:
+// skips_first, lanes.h). Not with IN_PLACE, where a peer may still be
+// reading the block this rank would overwrite.
 void alltoallv(Context& c, const void* send, const size_t* send_bytes, const size_t* send_displs, void* recv,
                const size_t* recv_bytes, const size_t* recv_displs) {
   const uint32_t n = c.size(), me = c.rank();
@@ -36,24 +37,30 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
     return;
   }
   const Lanes lanes(c);
+  // Not with IN_PLACE: every block must be in the slots before recv is
+  // overwritten.
+  const bool ready = send && direct_ready(c);
+  // The sender decides for each block whether it skips the first phase.
+  auto chunks_of = [&](uint32_t r) { return lanes.chunks(skips_first(ready, sb[r])); };
   uint64_t phases = 1;
-  for (uint32_t r = 0; r < n; ++r) phases = std::max({phases, lanes.phases(sb[r]), lanes.phases(recv_bytes[r])});
+  for (uint32_t r = 0; r < n; ++r) phases = std::max({phases, chunks_of(r).phases(sb[r]), lanes.chunks().phases(recv_bytes[r])});
 
   LaneHead incoming[transport::kMaxRanks];
+  Chunks from[transport::kMaxRanks];
   size_t truncated_from = SIZE_MAX;
   Signature sig;
   sig.kind = ALLTOALLV;
-  sig.direct = send && direct_ready(c) ? 1 : 0;
+  sig.direct = ready ? 1 : 0;
   for (uint64_t k = 0; k < phases; ++k) {
     uint32_t s = k == 0 ? c.open(sig, "alltoallv") : c.next_phase();
-    size_t off = lanes.offset(k);
     if (k) c.acquire_slot(s, "alltoallv");
     uint8_t* mine = c.slot(me, s);
     if (k == 0) c.header(me, s)->phases = phases;
     for (uint32_t r = 0; r < n; ++r) {
       if (k == 0) lanes.put_head(mine, r, {sb[r], reinterpret_cast<uint64_t>(in + sd[r])});
-      size_t len = lanes.chunk(sb[r], k);
-      if (len) std::memcpy(lanes.data(mine, r, k), in + sd[r] + off, len);
+      const Chunks ch = chunks_of(r);
+      size_t len = ch.chunk(sb[r], k);
+      if (len) std::memcpy(lanes.data(mine, r, k), in + sd[r] + ch.offset(k), len);
     }
     c.post(s);
     if (k == 0) c.agree(s, "alltoallv");
@@ -64,9 +71,11 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
       if (k == 0) {
         if (r != me) phases = std::max<uint64_t>(phases, c.header(r, s)->phases);
         incoming[r] = lanes.head(half, me);
+        from[r] = lanes.chunks(skips_first(c.header(r, s)->sig.direct & 1, incoming[r].bytes));
         if (incoming[r].bytes > recv_bytes[r] && truncated_from == SIZE_MAX) truncated_from = r;
       }
-      size_t avail = lanes.chunk(incoming[r].bytes, k);
+      size_t off = from[r].offset(k);
+      size_t avail = from[r].chunk(incoming[r].bytes, k);
       size_t fits = recv_bytes[r] > off ? std::min(avail, recv_bytes[r] - off) : 0;
       if (fits) std::memcpy(out + recv_displs[r] + off, lanes.data(half, me, k), fits);
     }
@@ -74,10 +83,10 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
           for (uint32_t i = 0; i < n; ++i) {
             uint32_t r = (me + i) % n;
             size_t len = std::min<uint64_t>(incoming[r].bytes, recv_bytes[r]);
-            if (len <= lanes.first()) continue;
+            if (len <= from[r].first) continue;
             // cma_read copies with memcpy within this process.
-            const auto* from = reinterpret_cast<const uint8_t*>(incoming[r].addr) + lanes.first();
-            if (!transport::cma_read(c.pid(r), out + recv_displs[r] + lanes.first(), from, len - lanes.first())) {
+            const auto* at = reinterpret_cast<const uint8_t*>(incoming[r].addr) + from[r].first;
+            if (!transport::cma_read(c.pid(r), out + recv_displs[r] + from[r].first, at, len - from[r].first)) {
               return false;
             }
           }

@@ -10,7 +10,10 @@ transport::CmaMode mode_of(const Context& c) {
 }
 }  // namespace
 
-bool direct_ready(const Context& c) { return mode_of(c) == transport::CmaMode::ON && !c.direct_off(); }
+bool direct_ready(const Context& c) {
+  transport::CmaMode m = mode_of(c);
+  return (m == transport::CmaMode::ON || m == transport::CmaMode::REFUSE) && !c.direct_off();
+}
 
 bool direct_all(const Context& c, uint32_t s) {
   for (uint32_t r = 0; r < c.size(); ++r) {

@@ -3,6 +3,7 @@
 
 #include "core/coll/coll.h"
 #include "core/coll/direct.h"
+#include "core/coll/lanes.h"
 #include "core/error.h"
 #include "core/transport/cma.h"
 
@@ -24,7 +25,8 @@ void throw_truncated(const char* call, uint32_t from, size_t sent, size_t room) 
 //      (never more than the block holds) and non-roots fill the next chunk.
 // gatherv_direct (direct.h): when more than one phase would follow, the
 // root's first half lists where each block goes and how much it holds, and
-// every non-root writes the rest of its block there itself.
+// every non-root writes the rest of its block there itself; a block of the
+// single-copy size sends nothing in the first phase (skips_first, lanes.h).
 void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const size_t* recv_bytes,
              const size_t* recv_displs, uint32_t root) {
   const uint32_t n = c.size(), me = c.rank();
@@ -39,23 +41,28 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
 
   // Each rank states the phases it needs in its first header and all run
   // the largest, so a rank with nothing to send needs no root (kNoRoot).
-  uint64_t phases = std::max<uint64_t>(1, (send_bytes + chunk - 1) / chunk);
+  const bool ready = direct_ready(c);
+  const Chunks plain{chunk, chunk};
+  const Chunks mine = Chunks{skips_first(ready, send_bytes) ? 0 : chunk, chunk};
+  uint64_t phases = mine.phases(send_bytes);
   if (me == root) {
     phases = 1;
     for (uint32_t r = 0; r < n; ++r) {
-      if (r != root) phases = std::max<uint64_t>(phases, (recv_bytes[r] + chunk - 1) / chunk);
+      if (r != root) phases = std::max(phases, plain.phases(recv_bytes[r]));
     }
   }
-  size_t truncated_from = SIZE_MAX, truncated_bytes = 0;
+  // At the root, from the first phase on: what each rank sends, and how.
+  uint64_t sent[transport::kMaxRanks] = {};
+  Chunks from[transport::kMaxRanks];
+  size_t truncated_from = SIZE_MAX;
   Signature sig;
   sig.kind = GATHERV;
   sig.root = root;
   // The root's first half lists (address, room) of every block: 16 bytes a
   // rank, which a half always holds (Geometry gives it 64 a rank).
-  sig.direct = direct_ready(c) ? 1 : 0;
+  sig.direct = ready ? 1 : 0;
   for (uint64_t k = 0; k < phases; ++k) {
     uint32_t s = k == 0 ? c.open(sig, "gatherv") : c.next_phase();
-    size_t off = k * chunk;
     if (k == 0) c.header(me, s)->phases = phases;
     if (me == root) {
       if (k == 0 && sig.direct) {
@@ -68,23 +75,26 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
       c.post(s);
       if (k == 0) {
         c.agree(s, "gatherv");
-        for (uint32_t r = 0; r < n; ++r) phases = std::max<uint64_t>(phases, c.header(r, s)->phases);
+        for (uint32_t r = 0; r < n; ++r) {
+          const SlotHeader* h = c.header(r, s);
+          phases = std::max<uint64_t>(phases, h->phases);
+          if (r == root) continue;
+          sent[r] = h->bytes;
+          from[r] = Chunks{skips_first(h->sig.direct & 1, sent[r]) ? 0 : chunk, chunk};
+          if (sent[r] > recv_bytes[r] && truncated_from == SIZE_MAX) truncated_from = r;
+        }
       }
       for (uint32_t r = 0; r < n; ++r) {
         if (r == root) continue;
         c.wait(r, s, "gatherv");
-        if (k == 0 && c.header(r, s)->bytes > recv_bytes[r] && truncated_from == SIZE_MAX) {
-          truncated_from = r;
-          truncated_bytes = c.header(r, s)->bytes;
-        }
-        size_t room = recv_bytes[r] > off ? recv_bytes[r] - off : 0;
-        size_t len = std::min(chunk, room);
-        if (len) std::memcpy(out + recv_displs[r] + off, c.slot(r, s), len);
+        // Never more than the block holds, nor than the rank sent.
+        size_t len = from[r].chunk(std::min<uint64_t>(sent[r], recv_bytes[r]), k);
+        if (len) std::memcpy(out + recv_displs[r] + from[r].offset(k), c.slot(r, s), len);
       }
     } else {
       if (k) c.acquire_slot(s, "gatherv");
-      size_t len = send_bytes > off ? std::min(chunk, send_bytes - off) : 0;
-      if (len) std::memcpy(c.slot(me, s), in + off, len);
+      size_t len = mine.chunk(send_bytes, k);
+      if (len) std::memcpy(c.slot(me, s), in + mine.offset(k), len);
       if (k == 0) c.header(me, s)->bytes = send_bytes;
       c.post(s);
       if (k == 0) {
@@ -93,17 +103,17 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
       }
     }
     if (k == 0 && direct_rest(c, s, phases, "gatherv", [&] {
-          if (me == root || root == kNoRoot || send_bytes <= chunk) return true;
+          if (me == root || root == kNoRoot || send_bytes <= mine.first) return true;
           const auto* list = reinterpret_cast<const uint64_t*>(c.slot(root, s));
           size_t len = std::min<uint64_t>(send_bytes, list[2 * me + 1]);
-          if (len <= chunk) return true;
-          auto* to = reinterpret_cast<uint8_t*>(list[2 * me]) + chunk;
-          return transport::cma_write(c.pid(root), in + chunk, to, len - chunk);
+          if (len <= mine.first) return true;
+          auto* to = reinterpret_cast<uint8_t*>(list[2 * me]) + mine.first;
+          return transport::cma_write(c.pid(root), in + mine.first, to, len - mine.first);
         })) {
       break;
     }
   }
-  if (truncated_from != SIZE_MAX) throw_truncated("gatherv", uint32_t(truncated_from), truncated_bytes, recv_bytes[truncated_from]);
+  if (truncated_from != SIZE_MAX) throw_truncated("gatherv", uint32_t(truncated_from), sent[truncated_from], recv_bytes[truncated_from]);
 }
 
 }  // namespace nodempi::coll

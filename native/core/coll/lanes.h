@@ -1,8 +1,5 @@
-// The lanes of scatterv and alltoallv: a rank's slot half cut into one lane
-// per member (8-byte aligned), lane r carrying the block for member r.
-// In the first phase each lane starts with a LaneHead, the block's byte
-// count and address (for the single-copy path, direct.h), so a block moves
-// first() bytes in phase 0 and width() bytes in every later phase.
+// How the v-collectives cut a block into phases, and the lanes scatterv and
+// alltoallv cut a slot half into.
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -10,9 +7,38 @@
 #include <cstring>
 
 #include "core/coll/context.h"
+#include "core/transport/cma.h"
 
 namespace nodempi::coll {
 
+// A block moves `first` bytes in phase 0 and `each` in every later phase.
+struct Chunks {
+  size_t first, each;
+
+  // Phases a block of `bytes` takes.
+  uint64_t phases(uint64_t bytes) const { return bytes <= first ? 1 : 1 + (bytes - first + each - 1) / each; }
+  // Bytes of a block moved before phase k.
+  size_t offset(uint64_t k) const { return k == 0 ? 0 : first + size_t(k - 1) * each; }
+  // Bytes of a `bytes`-long block that phase k moves.
+  size_t chunk(uint64_t bytes, uint64_t k) const {
+    size_t off = offset(k);
+    return bytes > off ? size_t(std::min<uint64_t>(k == 0 ? first : each, bytes - off)) : 0;
+  }
+};
+
+// Whether a block skips the slots in the first phase: when the rank that
+// decides (its sender; scatterv's root) can copy directly (its first-phase
+// signature says so) and the block is at least the single-copy size. If
+// every rank turns out able, direct copies move the whole block; if not,
+// the slots carry it from phase 1. Both sides compute it the same way.
+inline bool skips_first(bool decider_ready, uint64_t bytes) {
+  return decider_ready && bytes > 0 && bytes >= transport::cma_min_bytes();
+}
+
+// The lanes: a rank's slot half cut into one lane per member (8-byte
+// aligned), lane r carrying the block for member r. In the first phase each
+// lane starts with a LaneHead, the block's byte count and address (for the
+// single-copy path, direct.h).
 struct LaneHead {
   uint64_t bytes;  // the whole block
   uint64_t addr;   // where the sender keeps it
@@ -24,15 +50,8 @@ class Lanes {
 
   size_t width() const { return width_; }
   size_t first() const { return first_; }
-  // Phases a block of `bytes` takes.
-  uint64_t phases(size_t bytes) const { return bytes <= first_ ? 1 : 1 + (bytes - first_ + width_ - 1) / width_; }
-  // Bytes of a block moved before phase k.
-  size_t offset(uint64_t k) const { return k == 0 ? 0 : first_ + size_t(k - 1) * width_; }
-  // Bytes of a `bytes`-long block that phase k moves.
-  size_t chunk(size_t bytes, uint64_t k) const {
-    size_t off = offset(k);
-    return bytes > off ? std::min(k == 0 ? first_ : width_, bytes - off) : 0;
-  }
+  // How a block moves through its lane (skips_first above).
+  Chunks chunks(bool skip_first = false) const { return {skip_first ? 0 : first_, width_}; }
 
   // Where phase k's data of lane r starts in a half.
   uint8_t* data(uint8_t* half, uint32_t r, uint64_t k) const { return lane(half, r) + (k == 0 ? sizeof(LaneHead) : 0); }

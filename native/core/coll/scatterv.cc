@@ -18,7 +18,9 @@ namespace nodempi::coll {
 //      size of their block in the first phase, and copy their lane out
 //      (never more than their receive buffer holds).
 // scatterv_direct (direct.h): when more than one phase would follow, every
-// non-root reads the rest of its block from the root's send buffer itself.
+// non-root reads the rest of its block from the root's send buffer itself;
+// a block of the single-copy size sends nothing in the first phase
+// (skips_first, lanes.h).
 void scatterv(Context& c, const void* send, const size_t* send_bytes, const size_t* send_displs, void* recv,
               size_t recv_bytes, uint32_t root) {
   const uint32_t n = c.size(), me = c.rank();
@@ -30,20 +32,23 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
   }
   if (n == 1) return;
   const Lanes lanes(c);
+  const bool ready = direct_ready(c);
+  // The root decides for each block whether it skips the first phase.
+  auto chunks_of = [&](uint32_t r) { return lanes.chunks(skips_first(ready, send_bytes[r])); };
   uint64_t phases = 1;
   if (me == root) {
     for (uint32_t r = 0; r < n; ++r) {
-      if (r != root) phases = std::max(phases, lanes.phases(send_bytes[r]));
+      if (r != root) phases = std::max(phases, chunks_of(r).phases(send_bytes[r]));
     }
   }
   LaneHead incoming{0, 0};
+  Chunks mine = lanes.chunks();  // how this rank's block comes, known after the first phase
   Signature sig;
   sig.kind = SCATTERV;
   sig.root = root;
-  sig.direct = direct_ready(c) ? 1 : 0;
+  sig.direct = ready ? 1 : 0;
   for (uint64_t k = 0; k < phases; ++k) {
     uint32_t s = k == 0 ? c.open(sig, "scatterv") : c.next_phase();
-    size_t off = lanes.offset(k);
     if (k == 0) c.header(me, s)->phases = phases;
     if (me == root) {
       if (k) c.acquire_slot(s, "scatterv");
@@ -51,8 +56,9 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
       for (uint32_t r = 0; r < n; ++r) {
         if (r == root) continue;
         if (k == 0) lanes.put_head(half, r, {send_bytes[r], reinterpret_cast<uint64_t>(in + send_displs[r])});
-        size_t len = lanes.chunk(send_bytes[r], k);
-        if (len) std::memcpy(lanes.data(half, r, k), in + send_displs[r] + off, len);
+        const Chunks ch = chunks_of(r);
+        size_t len = ch.chunk(send_bytes[r], k);
+        if (len) std::memcpy(lanes.data(half, r, k), in + send_displs[r] + ch.offset(k), len);
       }
       c.post(s);
       if (k == 0) c.agree(s, "scatterv");
@@ -66,17 +72,21 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
       if (root != kNoRoot) {
         if (k) c.wait(root, s, "scatterv");
         const uint8_t* half = c.slot(root, s);
-        if (k == 0) incoming = lanes.head(half, me);
-        size_t avail = lanes.chunk(incoming.bytes, k);
+        if (k == 0) {
+          incoming = lanes.head(half, me);
+          mine = lanes.chunks(skips_first(c.header(root, s)->sig.direct & 1, incoming.bytes));
+        }
+        size_t off = mine.offset(k);
+        size_t avail = mine.chunk(incoming.bytes, k);
         size_t fits = recv_bytes > off ? std::min(avail, recv_bytes - off) : 0;
         if (fits) std::memcpy(out + off, lanes.data(half, me, k), fits);
       }
     }
     if (k == 0 && direct_rest(c, s, phases, "scatterv", [&] {
           size_t len = std::min<uint64_t>(incoming.bytes, recv_bytes);
-          if (me == root || root == kNoRoot || len <= lanes.first()) return true;
-          const auto* from = reinterpret_cast<const uint8_t*>(incoming.addr) + lanes.first();
-          return transport::cma_read(c.pid(root), out + lanes.first(), from, len - lanes.first());
+          if (me == root || root == kNoRoot || len <= mine.first) return true;
+          const auto* from = reinterpret_cast<const uint8_t*>(incoming.addr) + mine.first;
+          return transport::cma_read(c.pid(root), out + mine.first, from, len - mine.first);
         })) {
       break;
     }

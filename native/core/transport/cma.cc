@@ -20,6 +20,7 @@ CmaMode cma_mode(uint32_t nranks) {
     if (std::strcmp(v, "1") == 0) return int(CmaMode::ON);
     if (std::strcmp(v, "0") == 0) return int(CmaMode::OFF);
     if (std::strcmp(v, "fallback") == 0) return int(CmaMode::FALLBACK);
+    if (std::strcmp(v, "refuse") == 0) return int(CmaMode::REFUSE);
     return -1;
   }();
   if (forced >= 0) return CmaMode(forced);
@@ -53,6 +54,8 @@ bool copy(bool write, int32_t pid, void* local, void* remote, size_t len) {
     else std::memcpy(local, remote, len);
     return true;
   }
+  // The mode does not depend on the job size when forced.
+  if (cma_mode(0) == CmaMode::REFUSE) return false;
   size_t done = 0;
   while (done < len) {
     iovec l{static_cast<char*>(local) + done, len - done};

@@ -19,10 +19,13 @@ namespace nodempi::transport {
 //   NODEMPI_CMA=0         never (the slot pipeline only)
 //   NODEMPI_CMA=fallback  take its protocol but declare every copy refused
 //                         (tests the fallback a refusing kernel causes)
+//   NODEMPI_CMA=refuse    as 1, but every copy between processes fails, as
+//                         under a kernel that refuses them only when asked
+//                         (tests falling back after the copies)
 //   NODEMPI_CMA_MIN=B     from B bytes per rank's block (default 64 KiB)
 // The launcher passes the environment to every rank; ranks that disagree
 // throw ERR_NOT_SAME rather than mix protocols.
-enum class CmaMode { OFF, ON, FALLBACK };
+enum class CmaMode { OFF, ON, FALLBACK, REFUSE };
 // For a job of `nranks` ranks (the world size: the same on every rank).
 CmaMode cma_mode(uint32_t nranks);
 size_t cma_min_bytes();
