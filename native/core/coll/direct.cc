@@ -22,8 +22,9 @@ bool direct_all(const Context& c, uint32_t s) {
   return true;
 }
 
-Direct::Direct(Context& c, size_t bytes)
-    : c_(c), large_(mode_of(c) != transport::CmaMode::OFF && bytes >= transport::cma_min_bytes()) {}
+Direct::Direct(Context& c, size_t bytes, size_t max_bytes)
+    : c_(c),
+      large_(mode_of(c) != transport::CmaMode::OFF && bytes >= transport::cma_min_bytes() && bytes <= max_bytes) {}
 
 bool Direct::sign(const Signature& sig, const void* a, const void* b, const char* what, uint64_t bytes) {
   Signature mine = sig;

@@ -50,8 +50,9 @@ class Direct {
  public:
   // Decides, before any phase, whether this call takes the separate
   // signature phase: messages of at least the single-copy size (the same
-  // on every rank, or the signature check fails on all of them).
-  Direct(Context& c, size_t bytes);
+  // on every rank, or the signature check fails on all of them), and at
+  // most `max_bytes` where the caller's slot pipeline wins above that.
+  Direct(Context& c, size_t bytes, size_t max_bytes = SIZE_MAX);
   bool large() const { return large_; }
 
   // Step 1: returns whether every rank can copy directly; then `a(r)`,
