@@ -7,7 +7,8 @@ import { COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, UNDEFINED, UNEQUAL } from
 import type { Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
 import {
-  beginStaging, fuseMove, releaseStaging, resolve, resolveBlocks, resolveV, resolveW, stageMove, stageMoveV, stageReduce, takeStaging,
+  beginStaging, fuseMove, releaseStaging, resolve, resolveBlocks, resolved, resolveV, resolveW, stageMove, stageMoveV, stageReduce,
+  takeStaging,
   type Msg, type Resolved, type VMsg, type WMsg,
 } from './message.js';
 import { native } from './native.js';
@@ -352,7 +353,8 @@ export class Comm {
   #reduceScatter(mode: Mode, send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): unknown {
     const h = this.handle;
     const counts = countList('reduceScatter', recvcounts, this.#size);
-    const total = counts.reduce((a, b) => a + b, 0);
+    let total = 0;
+    for (let k = 0; k < counts.length; k++) total += counts[k]!;
     const r = resolve('reduceScatter', 'receive buffer', recv);
     const need = send === IN_PLACE ? total : counts[this.#rank]!;
     if (r.count < need) {
@@ -367,10 +369,11 @@ export class Comm {
     const user = op.id < 0;
     // Only the items this rank receives (all of them in place) are staged,
     // so receive items past them stay as they were.
-    const rr = stageReduce({ ...r, count: need }, s ? 'recv' : 'both', user), ss = s && stageReduce(s, 'send', user);
+    const rr = stageReduce(resolved(r.view, need, r.type, need * r.type.extent), s ? 'recv' : 'both', user);
+    const ss = s && stageReduce(s, 'send', user);
     const per = kernelItems(r.type, user);
     const items = argList(0, counts.length);
-    counts.forEach((c, k) => { items[k] = c * per; });
+    for (let k = 0; k < counts.length; k++) items[k] = counts[k]! * per;
     return native.reduceScatter(h, ss && ss.view, rr.view, offHeap(0, items), rr.basic, op.id, userOpSpec(op, r.type), mode);
   }
 
@@ -389,7 +392,8 @@ export class Comm {
     checkOp(op, r.type, 'reduceScatterBlock');
     const user = op.id < 0;
     const total = send === IN_PLACE ? count * this.#size : count;
-    const rr = stageReduce({ ...r, count: total }, s ? 'recv' : 'both', user), ss = s && stageReduce({ ...s, count: count * this.#size }, 'send', user);
+    const rr = stageReduce(resolved(r.view, total, r.type, total * r.type.extent), s ? 'recv' : 'both', user);
+    const ss = s && stageReduce(resolved(s.view, count * this.#size, s.type, count * this.#size * s.type.extent), 'send', user);
     const counts = argList(0, this.#size).fill(count * kernelItems(r.type, user), 0, this.#size);
     return native.reduceScatter(h, ss && ss.view, rr.view, offHeap(0, counts), rr.basic, op.id, userOpSpec(op, r.type), mode);
   }
@@ -744,11 +748,12 @@ function countList(call: string, list: unknown, n: number): number[] {
   if (!Array.isArray(list) || list.length !== n) {
     fail('ERR_ARG', call, `recvcounts must list one count per rank (${n}), got ${describe(list)}`);
   }
-  list.forEach((v, r) => {
+  for (let r = 0; r < n; r++) {
+    const v: unknown = list[r];
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
       fail('ERR_COUNT', call, `recvcounts[${r}] must be a non-negative integer, got ${describe(v)}`);
     }
-  });
+  }
   return list as number[];
 }
 

@@ -289,6 +289,25 @@ export function resolveV(call: string, what: string, spec: unknown, n: number, s
   return { view, counts, types, bytes, displs, contiguous: type.contiguous };
 }
 
+// The common w-spec in one pass, as quickV: plain arrays, predefined dense
+// types (committed, never freed), every block inside the buffer.
+function quickW(view: ArrayBufferView, counts: unknown, given: unknown, types: unknown, n: number,
+  bytes: Float64Array, displs: Float64Array): boolean {
+  if (!Array.isArray(counts) || !Array.isArray(given) || !Array.isArray(types)) return false;
+  if (counts.length !== n || given.length !== n || types.length !== n) return false;
+  const room = view.byteLength;
+  for (let r = 0; r < n; r++) {
+    const c: unknown = counts[r], d: unknown = given[r], t: unknown = types[r];
+    if (typeof c !== 'number' || typeof d !== 'number' || (c >>> 0) !== c || (d >>> 0) !== d) return false;
+    if (!(t instanceof Datatype) || !t.predefined || !t.contiguous) return false;
+    const b = c * t.extent;
+    if (b > 0 && d + b > room) return false;
+    bytes[r] = b;
+    displs[r] = d;
+  }
+  return true;
+}
+
 // The common v-spec in one pass: plain arrays of counts and displacements
 // (or none) below 2^32, a predefined type, every block inside the buffer.
 // False leaves the lists half filled for the general path, which does every
@@ -322,6 +341,10 @@ export function resolveW(call: string, what: string, spec: unknown, n: number, s
   const parts = vParts(call, what, spec);
   if (parts.length !== 4) fail('ERR_ARG', call, `${what} must be [buf, counts, byteDispls, datatypes], got an array of length ${parts.length}`);
   const view = asView(call, what, parts[0]);
+  const [qb, qd] = lists(n, slot);
+  if (quickW(view, parts[1], parts[2], parts[3], n, qb, qd)) {
+    return { view, counts: parts[1] as number[], types: parts[3] as Datatype[], bytes: qb, displs: qd, contiguous: true };
+  }
   const counts = intList(call, what, 'counts', parts[1], n, 'ERR_COUNT');
   const d = intList(call, what, 'byteDispls', parts[2], n, 'ERR_ARG');
   if (!Array.isArray(parts[3]) || parts[3].length !== n) {
