@@ -52,7 +52,7 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
     }
   }
   // At the root, from the first phase on: what each rank sends, and how.
-  uint64_t sent[transport::kMaxRanks] = {};
+  uint64_t sent[transport::kMaxRanks];
   Chunks from[transport::kMaxRanks];
   size_t truncated_from = SIZE_MAX;
   Signature sig;
