@@ -7,8 +7,8 @@ import { COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, UNDEFINED, UNEQUAL } from
 import type { Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
 import {
-  beginStaging, fuseMove, releaseStaging, resolve, resolveBlocks, resolved, resolveV, resolveW, stageMove, stageMoveV, stageReduce,
-  takeStaging,
+  beginStaging, fuseMove, releaseStaging, resolve, resolveBlocks, resolveV, resolveW, stageMove, stageMoveV, stageReduce,
+  takeStaging, withCount,
   type Msg, type Resolved, type VMsg, type WMsg,
 } from './message.js';
 import { native } from './native.js';
@@ -369,7 +369,7 @@ export class Comm {
     const user = op.id < 0;
     // Only the items this rank receives (all of them in place) are staged,
     // so receive items past them stay as they were.
-    const rr = stageReduce(resolved(r.view, need, r.type, need * r.type.extent), s ? 'recv' : 'both', user);
+    const rr = stageReduce(withCount(r, need), s ? 'recv' : 'both', user);
     const ss = s && stageReduce(s, 'send', user);
     const per = kernelItems(r.type, user);
     const items = argList(0, counts.length);
@@ -392,8 +392,8 @@ export class Comm {
     checkOp(op, r.type, 'reduceScatterBlock');
     const user = op.id < 0;
     const total = send === IN_PLACE ? count * this.#size : count;
-    const rr = stageReduce(resolved(r.view, total, r.type, total * r.type.extent), s ? 'recv' : 'both', user);
-    const ss = s && stageReduce(resolved(s.view, count * this.#size, s.type, count * this.#size * s.type.extent), 'send', user);
+    const rr = stageReduce(withCount(r, total), s ? 'recv' : 'both', user);
+    const ss = s && stageReduce(withCount(s, count * this.#size), 'send', user);
     const counts = argList(0, this.#size).fill(count * kernelItems(r.type, user), 0, this.#size);
     return native.reduceScatter(h, ss && ss.view, rr.view, offHeap(0, counts), rr.basic, op.id, userOpSpec(op, r.type), mode);
   }

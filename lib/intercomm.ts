@@ -12,7 +12,9 @@ import { CONGRUENT, IDENT, IN_PLACE, PROC_NULL, ROOT, SIMILAR, UNEQUAL } from '.
 import { BasicType, Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
 import { Group } from './group.js';
-import { resolve, resolveBlocks, resolveV, resolveW, stageMove, stageMoveV, stageReduce, type Resolved, type ResolvedV, type Side } from './message.js';
+import {
+  resolve, resolveBlocks, resolveV, resolveW, stageMove, stageMoveV, stageReduce, withCount, type Resolved, type ResolvedV, type Side,
+} from './message.js';
 import { native } from './native.js';
 import { checkOp, Op, userOpSpec } from './op.js';
 import { kernelType } from './pack.js';
@@ -282,7 +284,7 @@ export class Intercomm extends Comm implements IntercommShape {
         const s = resolveBlocks(name, 'send buffer', send, nr), m = resolve(name, 'receive buffer', recv);
         this.#sameItems(name, s, m);
         checkOp(op, m.type, name);
-        const ks = reducible({ ...s, count: s.count * nr }, 'send', op), kr = reducible(m, 'recv', op);
+        const ks = reducible(withCount(s, s.count * nr), 'send', op), kr = reducible(m, 'recv', op);
         const [sb, sd] = toRemote(() => kr.bytes, (i) => i * kr.bytes);
         const [rb] = toRemote(() => kr.bytes, () => 0);
         return native.exchangeFold(h, ks.view, sb, sd, kr.view, rb, kr.count, kr.basic, op.id, userOpSpec(op, m.type), mode);
@@ -309,7 +311,7 @@ export class Intercomm extends Comm implements IntercommShape {
         native.alltoallv(h, Float64Array.of(mine), cb, cd, remoteCounts, crb, crd, Mode.BLOCKING);
         const total = remoteCounts.reduce((a, b) => a + b, 0);
         if (s.count !== total) fail('ERR_COUNT', name, `send buffer holds ${s.count} items but the remote group's recvcounts add up to ${total}`);
-        const ks = reducible(s, 'send', op), kr = reducible({ ...m, count: mine }, 'recv', op);
+        const ks = reducible(s, 'send', op), kr = reducible(withCount(m, mine), 'recv', op);
         // Bytes of one datatype item in the form the fold works on.
         const item = s.count ? ks.bytes / s.count : kr.count ? kr.bytes / mine : 0;
         let at = 0;

@@ -151,6 +151,11 @@ export function resolved(view: ArrayBufferView, count: number, type: Datatype, b
   return { view, count, type, bytes };
 }
 
+/** @internal `m` with another item count (bytes follow). */
+export function withCount(m: Resolved, count: number): Resolved {
+  return resolved(m.view, count, m.type, count * m.type.extent);
+}
+
 /** Resolves a whole-buffer message spec. */
 export function resolve(call: string, what: string, spec: unknown): Resolved {
   if (ArrayBuffer.isView(spec)) {
@@ -289,6 +294,12 @@ export function resolveV(call: string, what: string, spec: unknown, n: number, s
   return { view, counts, types, bytes, displs, contiguous: type.contiguous };
 }
 
+// A count or displacement the one-pass checks take: a number that is an
+// integer from 0 to 2^32 - 1 (anything else goes the general way).
+function small(x: unknown): x is number {
+  return typeof x === 'number' && (x >>> 0) === x;
+}
+
 // The common w-spec in one pass, as quickV: plain arrays, predefined dense
 // types (committed, never freed), every block inside the buffer.
 function quickW(view: ArrayBufferView, counts: unknown, given: unknown, types: unknown, n: number,
@@ -298,7 +309,7 @@ function quickW(view: ArrayBufferView, counts: unknown, given: unknown, types: u
   const room = view.byteLength;
   for (let r = 0; r < n; r++) {
     const c: unknown = counts[r], d: unknown = given[r], t: unknown = types[r];
-    if (typeof c !== 'number' || typeof d !== 'number' || (c >>> 0) !== c || (d >>> 0) !== d) return false;
+    if (!small(c) || !small(d)) return false;
     if (!(t instanceof Datatype) || !t.predefined || !t.contiguous) return false;
     const b = c * t.extent;
     if (b > 0 && d + b > room) return false;
@@ -322,7 +333,7 @@ function quickV(view: ArrayBufferView, type: Datatype, counts: unknown, given: u
   for (let r = 0; r < n; r++) {
     const c: unknown = counts[r];
     const d: unknown = packed ? at : (given as unknown[])[r];
-    if (typeof c !== 'number' || typeof d !== 'number' || (c >>> 0) !== c || (d >>> 0) !== d) return false;
+    if (!small(c) || !small(d)) return false;
     if (c > 0 && (d + c) * extent > room) return false;
     bytes[r] = c * extent;
     displs[r] = d * extent;
@@ -341,9 +352,9 @@ export function resolveW(call: string, what: string, spec: unknown, n: number, s
   const parts = vParts(call, what, spec);
   if (parts.length !== 4) fail('ERR_ARG', call, `${what} must be [buf, counts, byteDispls, datatypes], got an array of length ${parts.length}`);
   const view = asView(call, what, parts[0]);
-  const [qb, qd] = lists(n, slot);
-  if (quickW(view, parts[1], parts[2], parts[3], n, qb, qd)) {
-    return { view, counts: parts[1] as number[], types: parts[3] as Datatype[], bytes: qb, displs: qd, contiguous: true };
+  const [bytes, displs] = lists(n, slot);
+  if (quickW(view, parts[1], parts[2], parts[3], n, bytes, displs)) {
+    return { view, counts: parts[1] as number[], types: parts[3] as Datatype[], bytes, displs, contiguous: true };
   }
   const counts = intList(call, what, 'counts', parts[1], n, 'ERR_COUNT');
   const d = intList(call, what, 'byteDispls', parts[2], n, 'ERR_ARG');
@@ -351,7 +362,6 @@ export function resolveW(call: string, what: string, spec: unknown, n: number, s
     fail('ERR_ARG', call, `${what} datatypes must list one Datatype per rank (${n}), got ${describe(parts[3])}`);
   }
   const types = (parts[3] as unknown[]).map((t, r) => checkDatatype(t, call, `${what} datatypes[${r}]`));
-  const [bytes, displs] = lists(n, slot);
   for (let r = 0; r < n; r++) {
     bytes[r] = counts[r]! * types[r]!.extent;
     displs[r] = d[r]!;

@@ -254,9 +254,8 @@ bool may_run_now(Napi::Env env, uint32_t comm, std::unique_lock<std::mutex>& hol
   throw mpi_error(env, e.error_class(), e.what(), cause);
 }
 
-Napi::Value dispatch(const Napi::CallbackInfo& info, Job job) {
+Napi::Value queue(const Napi::CallbackInfo& info, Job job) {
   Napi::Env env = info.Env();
-  State& st = State::of(env);
   switch (mode_arg(info)) {
     case Mode::NONBLOCKING:
       return Napi::Number::New(env, double(enqueue(env, progress_of(env), job, payload_bytes(info) >= kWakeBytes)));
@@ -271,18 +270,9 @@ Napi::Value dispatch(const Napi::CallbackInfo& info, Job job) {
     case Mode::BLOCKING:
       break;
   }
-  // Blocking: straight on this thread unless earlier operations on the same
-  // communicator are still queued, in which case it waits its turn.
-  std::unique_lock<std::mutex> hold;
-  if (may_run_now(env, job.comm, hold)) {
-    try {
-      job.body();
-    } catch (const CoreError& e) {
-      throw_core(env, e, job.user.get());
-    }
-    return env.Undefined();
-  }
-  Progress* p = st.progress;
+  // Blocking, behind the communicator's queued operations (dispatch() found
+  // some, so the engine and the lane exist): wait its turn.
+  Progress* p = State::of(env).progress;
   progress::Lane* lane = p->lanes[job.comm].get();
   auto op = make_op(*p, job);
   lane->submit(op, false);

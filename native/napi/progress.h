@@ -29,10 +29,11 @@ struct Job {
 // How a binding was called: the last argument of every collective binding.
 enum class Mode : int { BLOCKING = 0, NONBLOCKING = 1, PERSISTENT = 2 };
 
-// Runs the job now (blocking: returns undefined, throws MPIError), or queues
-// it (nonblocking: returns a request id), or stores it (persistent: returns
-// a template id for start()).
-Napi::Value dispatch(const Napi::CallbackInfo& info, Job job);
+// Queues the job (nonblocking: returns a request id), stores it
+// (persistent: returns a template id for start()), or, blocking, runs it
+// behind the operations queued on its communicator and returns undefined
+// or throws MPIError. dispatch() below is the entry point.
+Napi::Value queue(const Napi::CallbackInfo& info, Job job);
 Mode mode_arg(const Napi::CallbackInfo& info);
 
 // True when a blocking collective on `comm` may run on this thread now
@@ -41,9 +42,10 @@ bool may_run_now(Napi::Env env, uint32_t comm, std::unique_lock<std::mutex>& hol
 // Throws the MPIError for a core error, with the user op's error as cause.
 [[noreturn]] void throw_core(Napi::Env env, const CoreError& e, const UserOp* user);
 
-// dispatch() for a body not yet wrapped in a Job: a blocking call that may
-// run at once calls it in place, so the common small call builds no
-// std::function (a heap allocation for most bodies' captures).
+// Runs a collective's body: a blocking call that may run at once (nothing
+// queued on its communicator) calls it in place, so the common small call
+// builds no Job and no std::function (a heap allocation for most bodies'
+// captures); everything else goes through queue().
 template <class Body>
 Napi::Value dispatch(const Napi::CallbackInfo& info, uint32_t comm, std::shared_ptr<UserOp> user, Body&& body) {
   if (mode_arg(info) == Mode::BLOCKING) {
@@ -57,7 +59,7 @@ Napi::Value dispatch(const Napi::CallbackInfo& info, uint32_t comm, std::shared_
       return info.Env().Undefined();
     }
   }
-  return dispatch(info, Job{comm, std::forward<Body>(body), std::move(user)});
+  return queue(info, Job{comm, std::forward<Body>(body), std::move(user)});
 }
 
 struct Progress;

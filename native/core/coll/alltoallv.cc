@@ -22,7 +22,7 @@ namespace nodempi::coll {
 // block's address, and when more than one phase would follow every rank
 // reads the rest of its blocks from the peers' send buffers itself (all of
 // a block of the single-copy size, which sends nothing in the first phase:
-// skips_first, lanes.h). Not with IN_PLACE, where a peer may still be
+// skips_first, direct.h). Not with IN_PLACE, where a peer may still be
 // reading the block this rank would overwrite.
 void alltoallv(Context& c, const void* send, const size_t* send_bytes, const size_t* send_displs, void* recv,
                const size_t* recv_bytes, const size_t* recv_displs) {

@@ -15,6 +15,10 @@ bool direct_ready(const Context& c) {
   return (m == transport::CmaMode::ON || m == transport::CmaMode::REFUSE) && !c.direct_off();
 }
 
+bool skips_first(bool decider_ready, uint64_t bytes) {
+  return decider_ready && bytes > 0 && bytes >= transport::cma_min_bytes();
+}
+
 bool direct_all(const Context& c, uint32_t s) {
   for (uint32_t r = 0; r < c.size(); ++r) {
     if (!(c.header(r, s)->sig.direct & 1)) return false;

@@ -1,8 +1,7 @@
 // The single-copy path of large messages (transport/cma.h says when it is
-// on): each
-// rank copies straight between its buffers and its peers', one copy per byte
-// instead of two through the slots, and two phases in all however large the
-// message.
+// on): each rank copies straight between its buffers and its peers', one
+// copy per byte instead of two through the slots, and two phases in all
+// however large the message.
 //
 //   1. Signature phase, with no data: every rank publishes its signature,
 //      whether it can copy directly, and its two buffer addresses.
@@ -13,14 +12,16 @@
 //      the communicator; the collective's slot algorithm then runs from the
 //      next phase, already signed.
 //
-// bcast, gather, scatter, allgather, alltoall and allgatherv take these
-// steps: every rank knows the size that decides. In gatherv, scatterv and
-// alltoallv only some ranks know the counts, so the choice cannot come
-// first: their first phase runs through the slots as always and carries
+// bcast, gather, scatter, allgather, alltoall, allgatherv and (up to a size)
+// scan take these steps: every rank knows the size that decides. In gatherv,
+// scatterv and alltoallv only some ranks know the counts, so the choice
+// cannot come first: their first phase runs through the slots and carries
 // each rank's readiness (direct_ready) and what peers need to address its
-// buffers; when it shows that more phases would follow and every rank is
-// ready (direct_all), the rest of every block moves by direct copies and
-// finish() ends the call, or sends every rank back to the slots.
+// buffers, and blocks of the single-copy size send nothing in it
+// (skips_first); when it shows that more phases would follow and every
+// rank is ready (direct_all), the rest of every block moves by direct
+// copies and direct_finish() ends the call, or sends every rank back to
+// the slots.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -35,6 +36,14 @@ bool direct_ready(const Context& c);
 bool direct_all(const Context& c, uint32_t s);
 // Step 2 above; also ends the v-collectives' direct copies.
 bool direct_finish(Context& c, bool ok, const char* what);
+
+// Whether a v-collective's block skips the slots in its first phase: when
+// the rank that decides (its sender; scatterv's root) can copy directly
+// (its first-phase signature says so) and the block is at least the
+// single-copy size. If every rank turns out ready, direct copies move the
+// whole block; if not, the slots carry it from phase 1. Both sides compute
+// it the same way.
+bool skips_first(bool decider_ready, uint64_t bytes);
 
 // The v-collectives, after their first phase `s` has been agreed: when more
 // phases would follow and every rank is ready, runs `copies` (this rank's

@@ -26,7 +26,7 @@ void throw_truncated(const char* call, uint32_t from, size_t sent, size_t room) 
 // gatherv_direct (direct.h): when more than one phase would follow, the
 // root's first half lists where each block goes and how much it holds, and
 // every non-root writes the rest of its block there itself; a block of the
-// single-copy size sends nothing in the first phase (skips_first, lanes.h).
+// single-copy size sends nothing in the first phase (skips_first, direct.h).
 void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const size_t* recv_bytes,
              const size_t* recv_displs, uint32_t root) {
   const uint32_t n = c.size(), me = c.rank();

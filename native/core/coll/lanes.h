@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "core/coll/context.h"
-#include "core/transport/cma.h"
 
 namespace nodempi::coll {
 
@@ -26,15 +25,6 @@ struct Chunks {
   }
 };
 
-// Whether a block skips the slots in the first phase: when the rank that
-// decides (its sender; scatterv's root) can copy directly (its first-phase
-// signature says so) and the block is at least the single-copy size. If
-// every rank turns out able, direct copies move the whole block; if not,
-// the slots carry it from phase 1. Both sides compute it the same way.
-inline bool skips_first(bool decider_ready, uint64_t bytes) {
-  return decider_ready && bytes > 0 && bytes >= transport::cma_min_bytes();
-}
-
 // The lanes: a rank's slot half cut into one lane per member (8-byte
 // aligned), lane r carrying the block for member r. In the first phase each
 // lane starts with a LaneHead, the block's byte count and address (for the
@@ -50,7 +40,7 @@ class Lanes {
 
   size_t width() const { return width_; }
   size_t first() const { return first_; }
-  // How a block moves through its lane (skips_first above).
+  // How a block moves through its lane (skips_first, direct.h).
   Chunks chunks(bool skip_first = false) const { return {skip_first ? 0 : first_, width_}; }
 
   // Where phase k's data of lane r starts in a half.

@@ -20,8 +20,13 @@ bool fold_direct(const Direct& d, uint32_t me, const uint8_t* in, uint8_t* out, 
   const size_t item = op.item;
   if (upto == 0) return true;
   if (upto == 1 && me != 0) return transport::cma_read(d.pid(0), out, d.a(0), count * item);
-  const size_t piece = std::min(count, std::max<size_t>(1, (size_t(64) << 10) / item));
-  std::vector<uint8_t> scratch(size_t(upto) * piece * item);
+  // 64 KiB a source, less with more than 16 of them: the scratch is kept
+  // between calls (each thread that runs collectives has its own; fresh
+  // pages at every call would cost more than the copies) and stays near 1 MiB.
+  const size_t budget = std::min<size_t>(size_t(64) << 10, (size_t(1) << 20) / upto);
+  const size_t piece = std::min(count, std::max<size_t>(1, budget / item));
+  thread_local std::vector<uint8_t> scratch;
+  if (scratch.size() < size_t(upto) * piece * item) scratch.resize(size_t(upto) * piece * item);
   const uint8_t* src[transport::kMaxRanks];
   for (size_t done = 0; done < count;) {
     size_t m = std::min(piece, count - done), at = done * item;

@@ -20,7 +20,7 @@ namespace nodempi::coll {
 // scatterv_direct (direct.h): when more than one phase would follow, every
 // non-root reads the rest of its block from the root's send buffer itself;
 // a block of the single-copy size sends nothing in the first phase
-// (skips_first, lanes.h).
+// (skips_first, direct.h).
 void scatterv(Context& c, const void* send, const size_t* send_bytes, const size_t* send_displs, void* recv,
               size_t recv_bytes, uint32_t root) {
   const uint32_t n = c.size(), me = c.rank();

@@ -12,8 +12,11 @@
 
 namespace nodempi::transport {
 
-CmaMode cma_mode(uint32_t nranks) {
-  // Read once: getenv walks the whole environment.
+namespace {
+
+// NODEMPI_CMA, or -1 when it does not force a mode. Read once: getenv walks
+// the whole environment.
+int forced_mode() {
   static const int forced = [] {
     const char* v = std::getenv("NODEMPI_CMA");
     if (!v) return -1;
@@ -23,7 +26,13 @@ CmaMode cma_mode(uint32_t nranks) {
     if (std::strcmp(v, "refuse") == 0) return int(CmaMode::REFUSE);
     return -1;
   }();
-  if (forced >= 0) return CmaMode(forced);
+  return forced;
+}
+
+}  // namespace
+
+CmaMode cma_mode(uint32_t nranks) {
+  if (forced_mode() >= 0) return CmaMode(forced_mode());
   return oversubscribed(nranks) ? CmaMode::OFF : CmaMode::ON;
 }
 
@@ -54,8 +63,7 @@ bool copy(bool write, int32_t pid, void* local, void* remote, size_t len) {
     else std::memcpy(local, remote, len);
     return true;
   }
-  // The mode does not depend on the job size when forced.
-  if (cma_mode(0) == CmaMode::REFUSE) return false;
+  if (forced_mode() == int(CmaMode::REFUSE)) return false;
   size_t done = 0;
   while (done < len) {
     iovec l{static_cast<char*>(local) + done, len - done};
