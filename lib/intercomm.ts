@@ -145,17 +145,25 @@ export class Intercomm extends Comm implements IntercommShape {
     // (lib/args.ts): no native call here takes more than four, and each
     // reads its lists during the call, so handing the slots out in turn is
     // safe. Grown, if they must be, before the first is handed out.
+    // A list is passed by its slot number, which spares the addon
+    // unwrapping a view.
     argList(0, size);
     let next = 0;
-    const zeros = () => argList(next++ & 3, size).fill(0, 0, size);
+    // The next slot, zeroed: its number and a view to fill.
+    const zeroed = (): [number, Float64Array] => {
+      const k = next++ & 3;
+      return [k, argList(k, size).fill(0, 0, size)];
+    };
+    const zeros = () => zeroed()[0];
     // Per merged rank: `bytes` to (or from) remote rank i, at displs[i].
-    const toRemote = (bytes: (i: number) => number, displ: (i: number) => number): [Float64Array, Float64Array] => {
-      const b = zeros(), d = zeros();
+    const toRemote = (bytes: (i: number) => number, displ: (i: number) => number): [number, number] => {
+      const [kb, b] = zeroed(), [kd, d] = zeroed();
+      const base = this.#base(false);
       for (let i = 0; i < nr; i++) {
-        b[this.#base(false) + i] = bytes(i);
-        d[this.#base(false) + i] = displ(i);
+        b[base + i] = bytes(i);
+        d[base + i] = displ(i);
       }
-      return [b, d];
+      return [kb, kd];
     };
     const fromV = (v: ResolvedV) => toRemote((i) => v.bytes[i]!, (i) => v.displs[i]!);
     // One message, or one block per remote rank, in its wire form.
@@ -263,8 +271,8 @@ export class Intercomm extends Comm implements IntercommShape {
         const m = resolve('reduce', 'send buffer', send);
         checkOp(op, m.type, 'reduce');
         const k = reducible(m, 'send', op);
-        const sb = zeros();
-        sb[r.merged] = k.bytes;
+        const [sb, list] = zeroed();
+        list[r.merged] = k.bytes;
         return native.exchangeFold(h, k.view, sb, zeros(), null, zeros(), k.count, k.basic, op.id, userOpSpec(op, m.type), mode);
       }
       case 'allreduce': {

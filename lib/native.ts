@@ -73,8 +73,8 @@ export interface NativeAddon {
   /** Leaders of two groups swap a message through the segment (intercommunicator creation). */
   leaderExchange(peerWorldRank: number, tag: number, data: Int32Array): Int32Array;
   /** Intercommunicator reductions: alltoallv then fold what arrived (bytes per merged rank). */
-  exchangeFold(comm: number, send: View | null, sendBytes: Float64Array, sendDispls: Float64Array, recv: View | null,
-    recvBytes: Float64Array, count: number, type: number, op: number, user: UserOpSpec | undefined, mode: number): number | undefined;
+  exchangeFold(comm: number, send: View | null, sendBytes: List, sendDispls: List, recv: View | null,
+    recvBytes: List, count: number, type: number, op: number, user: UserOpSpec | undefined, mode: number): number | undefined;
 
   // progress engine (lib/request.ts)
   /** fn() runs on the main thread when requests may have completed. */
