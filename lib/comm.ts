@@ -14,6 +14,7 @@ import {
 import { native } from './native.js';
 import { checkOp, Op, userOpSpec } from './op.js';
 import { Mode, PersistentRequest, Request, setNextHooks } from './request.js';
+import { RECORD, Replays } from './replay.js';
 import { ensureInit, worldRank } from './runtime.js';
 import { compareRanks, Group } from './group.js';
 
@@ -52,6 +53,7 @@ export class Comm {
   #name: string;
   #group: Group | null;
   #freed = false;
+  #replays: Replays | null = null;
 
   /**
    * @internal `handle` is the addon's context number; `group` lists the
@@ -163,6 +165,8 @@ export class Comm {
   free(): void {
     const h = this.handle;
     if (h === WORLD || h === SELF) fail('ERR_COMM', 'free', `${this.#name} is predefined and cannot be freed`);
+    this.#replays?.clear();
+    this.#replays = null;
     native.commFree(h);
     this.#freed = true;
     this.#size = -1;
@@ -683,11 +687,20 @@ export class Comm {
     if (running > 0) {
       fail('ERR_OTHER', name, 'called from inside the user-defined op of another collective; a user function must not communicate');
     }
+    // A blocking call with the very arguments of the last one runs again
+    // as the addon keeps it (lib/replay.ts).
+    const replays = mode === Mode.BLOCKING ? this._replays() : null;
+    let record = false;
+    if (replays !== null) {
+      const id = replays.find(name, args);
+      if (id >= 0 && replays.replay(id)) return undefined;
+      record = id === RECORD;
+    }
     beginStaging(mode === Mode.BLOCKING);
     let result: unknown;
     running++;
     try {
-      result = this._collective(name, mode, args);
+      result = this._collective(name, record ? Mode.RECORD : mode, args);
     } catch (err) {
       // Nothing is in flight after a failed call (blocking or not started).
       releaseStaging(takeStaging());
@@ -697,6 +710,10 @@ export class Comm {
     }
     // Derived datatypes: unpack now, or when the request completes.
     const st = takeStaging();
+    if (record) {
+      replays!.recorded(result, st === null);
+      result = undefined;
+    }
     if (st) {
       if (mode === Mode.BLOCKING) {
         for (const f of st.after) f();
@@ -706,6 +723,15 @@ export class Comm {
       }
     }
     return result;
+  }
+
+  /**
+   * @internal This communicator's replays of repeated blocking calls.
+   * Intercomm has none: its collectives make more than one call to the
+   * addon, or exchange counts first.
+   */
+  protected _replays(): Replays | null {
+    return (this.#replays ??= new Replays());
   }
 
   /** @internal The collective itself; Intercomm overrides it with the intercommunicator forms. */

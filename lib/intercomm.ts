@@ -135,6 +135,10 @@ export class Intercomm extends Comm implements IntercommShape {
    * packed streams and reduce in kernel layout, as on intracommunicators
    * (lib/message.ts staging; Comm._run unpacks after completion).
    */
+  protected override _replays(): null {
+    return null;
+  }
+
   protected override _collective(name: CollectiveName, mode: Mode, args: unknown[]): unknown {
     const h = this.handle;
     if (name === 'scan' || name === 'exscan') fail('ERR_COMM', name, 'scan and exscan are not defined on intercommunicators');

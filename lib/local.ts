@@ -4,7 +4,7 @@
  */
 import { IN_PLACE } from './constants.js';
 import { fail } from './errors.js';
-import { bareType, bytesOf, resolve, stageReduce, takeStaging, type Msg, type Resolved } from './message.js';
+import { bareType, bytesOf, resolve, stageReduce, takeStaging, trueBytes, type Msg, type Resolved } from './message.js';
 import { native } from './native.js';
 import { checkOp, Op, opAllows, userOpSpec, userView } from './op.js';
 
@@ -87,9 +87,6 @@ function overlapsAt(m: ArrayBufferView, mBytes: number, io: ArrayBufferView, ioB
 // unwrapped (resizable ones grow in place). The addon records only views of
 // buffers up to 1 MiB, so holding them here never keeps much memory alive.
 const slots = new Float64Array(native.localSlots());  // count, code | generation, bytes of a, b, out
-const trueBytes = Function.prototype.call.bind(
-  Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'byteLength')!.get!,
-) as (view: ArrayBufferView) => number;
 // Until a call is recorded the arrays are null, and no codes make sure that
 // null arguments (an error for the general path to report) never match.
 const NO_CODES: Int32Array = new Int32Array(0);

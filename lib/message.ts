@@ -143,6 +143,14 @@ function wholeCount(call: string, what: string, view: ArrayBufferView, type: Dat
 }
 
 /**
+ * @internal A TypedArray's byte length from the intrinsic getter, which no
+ * own property shadows: 0 once its buffer is detached, or shrunk below it.
+ */
+export const trueBytes = Function.prototype.call.bind(
+  Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'byteLength')!.get!,
+) as (view: ArrayBufferView) => number;
+
+/**
  * @internal A Resolved. Every one is made here, so that they all share one
  * hidden class: literals at several sites made V8 migrate objects between
  * maps at every call once a few collectives had run.

@@ -90,6 +90,9 @@ export interface NativeAddon {
   /** A new round of a persistent request: its request id. */
   start(template: number): number;
   freeTemplate(template: number): void;
+  /** Runs a call recorded with Mode.RECORD again (blocking); false when the record is gone. */
+  replay(id: number, mode: number): boolean;
+  replayFree(id: number): void;
   /** Wakes lane threads holding requests not yet started. */
   kick(): void;
 

@@ -2,6 +2,7 @@
 // is in the new communicator, in which order, which context) with
 // collectives on the parent; these calls only take and return contexts.
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,9 @@ void CommFree(const Napi::CallbackInfo& info) {
     throw_mpi(env, ErrorClass::COMM, "free: the communicator is not valid (freed already, or predefined)");
   }
   retire_lane(env, h);
+  for (auto it = st.replays.calls.begin(); it != st.replays.calls.end();) {
+    it = it->second.comm == h ? st.replays.calls.erase(it) : std::next(it);
+  }
   coll::Context& c = *st.contexts[h];
   if (c.segment() && c.size() > 1) c.segment()->release_context(c.id());
   st.contexts[h].reset();

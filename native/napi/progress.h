@@ -27,14 +27,19 @@ struct Job {
 };
 
 // How a binding was called: the last argument of every collective binding.
-enum class Mode : int { BLOCKING = 0, NONBLOCKING = 1, PERSISTENT = 2 };
+// RECORD is BLOCKING that also keeps the call for replay (State::replays)
+// and returns its id.
+enum class Mode : int { BLOCKING = 0, NONBLOCKING = 1, PERSISTENT = 2, RECORD = 3 };
 
 // Queues the job (nonblocking: returns a request id), stores it
 // (persistent: returns a template id for start()), or, blocking, runs it
 // behind the operations queued on its communicator and returns undefined
-// or throws MPIError. dispatch() below is the entry point.
+// (RECORD: the id record() gives it) or throws MPIError. dispatch() below
+// is the entry point.
 Napi::Value queue(const Napi::CallbackInfo& info, Job job);
 Mode mode_arg(const Napi::CallbackInfo& info);
+// Keeps a blocking call that has just run for replay(); returns its id.
+Napi::Value record(Napi::Env env, uint32_t comm, std::function<void()> body);
 
 // True when a blocking collective on `comm` may run on this thread now
 // (nothing of it queued); `hold` then keeps its lane until released.
@@ -48,7 +53,8 @@ bool may_run_now(Napi::Env env, uint32_t comm, std::unique_lock<std::mutex>& hol
 // captures); everything else goes through queue().
 template <class Body>
 Napi::Value dispatch(const Napi::CallbackInfo& info, uint32_t comm, std::shared_ptr<UserOp> user, Body&& body) {
-  if (mode_arg(info) == Mode::BLOCKING) {
+  const Mode mode = mode_arg(info);
+  if (mode == Mode::BLOCKING || mode == Mode::RECORD) {
     std::unique_lock<std::mutex> hold;
     if (may_run_now(info.Env(), comm, hold)) {
       try {
@@ -56,6 +62,8 @@ Napi::Value dispatch(const Napi::CallbackInfo& info, uint32_t comm, std::shared_
       } catch (const CoreError& e) {
         throw_core(info.Env(), e, user.get());
       }
+      // A user op's body calls into JavaScript: never kept.
+      if (mode == Mode::RECORD && !user) return record(info.Env(), comm, std::forward<Body>(body));
       return info.Env().Undefined();
     }
   }

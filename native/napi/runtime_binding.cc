@@ -45,6 +45,7 @@ void Init(const Napi::CallbackInfo& info) {
 void Finalize(const Napi::CallbackInfo& info) {
   State& st = State::of(info.Env());
   destroy_progress(info.Env());
+  st.replays.calls.clear();
   st.finalized = true;
   if (st.keep_segment) {
     // A progress thread still runs a collective over these; the process is

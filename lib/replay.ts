@@ -1,0 +1,198 @@
+/**
+ * Replays of repeated blocking collectives.
+ *
+ * An iterative program calls the same collective on the same buffers again
+ * and again, and at small sizes checking and converting the arguments costs
+ * more than moving the data (bench/CORE.md). When a communicator sees a
+ * blocking call whose arguments are exactly those of its previous call of
+ * that collective, it has the addon keep the call in its bound form
+ * (Mode.RECORD), and while the arguments stay the same it runs that again
+ * (native.replay). The signature exchange, and so the mismatch checks, run
+ * on every replay as on any call.
+ *
+ * "Exactly" means:
+ * - the same buffer objects, whose true byte lengths are the recorded ones:
+ *   a detached or shrunk ArrayBuffer reads shorter, and memory never moves
+ *   while its buffer is attached;
+ * - counts, displacements, roots and datatype lists equal in value (a
+ *   program may change an array in place between calls);
+ * - only what the addon reads in place: TypedArrays, predefined datatypes
+ *   (a freed derived type's handle may be reused) and predefined ops (a user
+ *   op's callback runs JavaScript); a call that staged a derived type is
+ *   never kept;
+ * - buffers up to 1 MiB, since a record keeps its views alive (at most
+ *   PER_CALL records per collective); above that a replay saves nothing
+ *   measurable anyway.
+ */
+import { IN_PLACE } from './constants.js';
+import { Datatype } from './datatype.js';
+import { trueBytes } from './message.js';
+import { native } from './native.js';
+import { Op } from './op.js';
+import { Mode } from './request.js';
+
+const MAX_BUFFER = 1 << 20;
+// Argument lists kept per collective: a program often alternates a few
+// (an allreduce of its gradients, then one of its loss).
+const PER_CALL = 4;
+
+/** find(): these arguments have come twice running; run them with Mode.RECORD. */
+export const RECORD = -2;
+// An entry whose call turned out not to be replayable (it staged a
+// derived type): matched, so as not to ask for a record again, never run.
+const NEVER = -3;
+
+interface Entry {
+  // The call's arguments, arrays copied two levels down (a v-spec's counts).
+  args: unknown[];
+  views: ArrayBufferView[];
+  bytes: number[];
+  // The addon's record; -1 until the same call has come twice.
+  id: number;
+}
+
+/** One communicator's replays: the last few argument lists of each collective. */
+export class Replays {
+  #byName = new Map<string, Entry[]>();
+  // The entry the last find() matched or added (null: not replayable), for
+  // recorded() right after.
+  #last: Entry | null = null;
+  /** Calls run by replay, for the tests. */
+  hits = 0;
+
+  /**
+   * For a blocking call of `name`: the record to replay (>= 0), RECORD to
+   * run it with Mode.RECORD, or -1 to run it as usual.
+   */
+  find(name: string, args: unknown[]): number {
+    let list = this.#byName.get(name);
+    if (list === undefined) {
+      list = [];
+      this.#byName.set(name, list);
+    }
+    for (let i = 0; i < list.length; i++) {
+      const e = list[i]!;
+      if (same(e, args)) {
+        this.#last = e;
+        return e.id >= 0 ? e.id : e.id === NEVER ? -1 : RECORD;
+      }
+    }
+    const fresh = entry(args);
+    if (fresh !== null) {
+      if (list.length === PER_CALL) free(list.shift()!);
+      list.push(fresh);
+    }
+    this.#last = fresh;
+    return -1;
+  }
+
+  /** Runs record `id`; false when the addon no longer has it. */
+  replay(id: number): boolean {
+    if (!native.replay(id, Mode.BLOCKING)) return false;
+    this.hits++;
+    return true;
+  }
+
+  /**
+   * After the Mode.RECORD call find() asked for: what the binding returned,
+   * and whether the call may be replayed (it staged nothing).
+   */
+  recorded(result: unknown, replayable: boolean): void {
+    const e = this.#last;
+    const id = typeof result === 'number' ? result : -1;
+    if (e === null || !replayable || id < 0) {
+      if (id >= 0) native.replayFree(id);
+      if (e !== null) e.id = NEVER;
+      return;
+    }
+    e.id = id;
+  }
+
+  /** Drops every record (the communicator is being freed). */
+  clear(): void {
+    for (const list of this.#byName.values()) list.forEach(free);
+    this.#byName.clear();
+    this.#last = null;
+  }
+}
+
+function free(e: Entry): void {
+  if (e.id >= 0) native.replayFree(e.id);
+}
+
+// A value whose meaning never changes, compared by value or identity.
+function plain(x: unknown): boolean {
+  return typeof x === 'number' || (x instanceof Datatype && x.predefined);
+}
+
+// A new entry for `args`, or null when they hold anything a replay could
+// not vouch for.
+function entry(args: unknown[]): Entry | null {
+  const views: ArrayBufferView[] = [], bytes: number[] = [];
+  const hold = (v: ArrayBufferView): boolean => {
+    // DataViews take another byteLength getter; rare in a hot loop.
+    if (v instanceof DataView || v.buffer.byteLength > MAX_BUFFER) return false;
+    const n = trueBytes(v);
+    if (n === 0) return false;
+    views.push(v);
+    bytes.push(n);
+    return true;
+  };
+  const copy: unknown[] = new Array(args.length);
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (ArrayBuffer.isView(a)) {
+      if (!hold(a)) return null;
+      copy[i] = a;
+    } else if (Array.isArray(a)) {
+      // A message spec [buf, counts, displs, types] or a list of counts.
+      const inner: unknown[] = new Array(a.length);
+      for (let j = 0; j < a.length; j++) {
+        const b: unknown = a[j];
+        if (j === 0 && ArrayBuffer.isView(b)) {
+          if (!hold(b)) return null;
+          inner[j] = b;
+        } else if (Array.isArray(b)) {
+          for (let k = 0; k < b.length; k++) if (!plain(b[k])) return null;
+          inner[j] = b.slice();
+        } else if (b === null || b === undefined || plain(b)) {
+          inner[j] = b;
+        } else {
+          return null;
+        }
+      }
+      copy[i] = inner;
+    } else if (a === null || a === undefined || a === IN_PLACE || typeof a === 'number' || (a instanceof Op && a.id >= 0)) {
+      copy[i] = a;
+    } else {
+      return null;
+    }
+  }
+  return { args: copy, views, bytes, id: -1 };
+}
+
+// The arguments of entry `e` again, buffers intact.
+function same(e: Entry, args: unknown[]): boolean {
+  const s = e.args;
+  if (args.length !== s.length) return false;
+  for (let i = 0; i < s.length; i++) {
+    const a = args[i], x = s[i];
+    if (!Array.isArray(x)) {
+      if (a !== x) return false;
+      continue;
+    }
+    if (!Array.isArray(a) || a.length !== x.length) return false;
+    for (let j = 0; j < x.length; j++) {
+      const b: unknown = a[j], y: unknown = x[j];
+      if (!Array.isArray(y)) {
+        if (b !== y) return false;
+        continue;
+      }
+      if (!Array.isArray(b) || b.length !== y.length) return false;
+      for (let k = 0; k < y.length; k++) if (b[k] !== y[k]) return false;
+    }
+  }
+  const views = e.views, bytes = e.bytes;
+  for (let i = 0; i < views.length; i++) if (trueBytes(views[i]!) !== bytes[i]) return false;
+  return true;
+}
