@@ -4,9 +4,9 @@
  * An iterative program calls the same collective on the same buffers again
  * and again, and at small sizes checking and converting the arguments costs
  * more than moving the data (bench/CORE.md). When a communicator sees a
- * blocking call whose arguments are exactly those of its previous call of
- * that collective, it has the addon keep the call in its bound form
- * (Mode.RECORD), and while the arguments stay the same it runs that again
+ * blocking call whose arguments are exactly those of one of its recent calls
+ * of that collective, it has the addon keep the call in its bound form
+ * (Mode.RECORD), and when those arguments come again it runs that
  * (native.replay). The signature exchange, and so the mismatch checks, run
  * on every replay as on any call.
  *
@@ -41,7 +41,7 @@ const MISSES = 8;
 const MIN_PAUSE = 16;
 const MAX_PAUSE = 1024;
 
-/** find(): these arguments have come twice running; run them with Mode.RECORD. */
+/** find(): these arguments have come a second time; run the call with Mode.RECORD. */
 export const RECORD = -2;
 // An entry whose call turned out not to be replayable (it staged a
 // derived type): matched, so as not to ask for a record again, never run.
