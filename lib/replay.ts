@@ -32,6 +32,11 @@ import { Op } from './op.js';
 import { Mode } from './request.js';
 
 const MAX_BUFFER = 1 << 20;
+// A TypedArray's buffer from the intrinsic getter, which no own or subclass
+// property shadows.
+const trueBuffer = Function.prototype.call.bind(
+  Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'buffer')!.get!,
+) as (view: ArrayBufferView) => ArrayBufferLike;
 // Argument lists kept per collective: a program often alternates a few
 // (an allreduce of its gradients, then one of its loss).
 const PER_CALL = 4;
@@ -166,7 +171,7 @@ function entry(args: unknown[]): Entry | null {
   const views: ArrayBufferView[] = [], bytes: number[] = [];
   const hold = (v: ArrayBufferView): boolean => {
     // DataViews take another byteLength getter; rare in a hot loop.
-    if (v instanceof DataView || v.buffer.byteLength > MAX_BUFFER) return false;
+    if (v instanceof DataView || trueBuffer(v).byteLength > MAX_BUFFER) return false;
     const n = trueBytes(v);
     if (n === 0) return false;
     views.push(v);
