@@ -129,16 +129,17 @@ export class Intercomm extends Comm implements IntercommShape {
     return l === IDENT && r === IDENT ? CONGRUENT : SIMILAR;
   }
 
+  /** @internal No replays (Comm._replays): these collectives make more than one call to the addon, or exchange counts first. */
+  protected override _replays(): null {
+    return null;
+  }
+
   /**
    * @internal The intercommunicator form of every collective: one native
    * v-collective over the merged context. Derived datatypes travel as their
    * packed streams and reduce in kernel layout, as on intracommunicators
    * (lib/message.ts staging; Comm._run unpacks after completion).
    */
-  protected override _replays(): null {
-    return null;
-  }
-
   protected override _collective(name: CollectiveName, mode: Mode, args: unknown[]): unknown {
     const h = this.handle;
     if (name === 'scan' || name === 'exscan') fail('ERR_COMM', name, 'scan and exscan are not defined on intercommunicators');

@@ -150,6 +150,11 @@ export const trueBytes = Function.prototype.call.bind(
   Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'byteLength')!.get!,
 ) as (view: ArrayBufferView) => number;
 
+/** @internal A TypedArray's buffer from the intrinsic getter, which no own or subclass property shadows. */
+export const trueBuffer = Function.prototype.call.bind(
+  Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'buffer')!.get!,
+) as (view: ArrayBufferView) => ArrayBufferLike;
+
 /**
  * @internal A Resolved. Every one is made here, so that they all share one
  * hidden class: literals at several sites made V8 migrate objects between

@@ -26,17 +26,12 @@
  */
 import { IN_PLACE } from './constants.js';
 import { Datatype } from './datatype.js';
-import { trueBytes } from './message.js';
+import { trueBuffer, trueBytes } from './message.js';
 import { native } from './native.js';
 import { Op } from './op.js';
 import { Mode } from './request.js';
 
 const MAX_BUFFER = 1 << 20;
-// A TypedArray's buffer from the intrinsic getter, which no own or subclass
-// property shadows.
-const trueBuffer = Function.prototype.call.bind(
-  Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'buffer')!.get!,
-) as (view: ArrayBufferView) => ArrayBufferLike;
 // Argument lists kept per collective: a program often alternates a few
 // (an allreduce of its gradients, then one of its loss).
 const PER_CALL = 4;

@@ -256,7 +256,8 @@ bool may_run_now(Napi::Env env, uint32_t comm, std::unique_lock<std::mutex>& hol
 
 Napi::Value queue(const Napi::CallbackInfo& info, Job job) {
   Napi::Env env = info.Env();
-  switch (mode_arg(info)) {
+  const Mode mode = mode_arg(info);
+  switch (mode) {
     case Mode::NONBLOCKING:
       return Napi::Number::New(env, double(enqueue(env, progress_of(env), job, payload_bytes(info) >= kWakeBytes)));
     case Mode::PERSISTENT: {
@@ -280,7 +281,7 @@ Napi::Value queue(const Napi::CallbackInfo& info, Job job) {
   wait_done(*p, *lane, op.get());
   Napi::Value err = outcome(env, *op, job.user);
   if (!err.IsNull()) throw Napi::Error(env, err);
-  if (mode_arg(info) == Mode::RECORD && !job.user) return record(env, job.comm, std::move(job.body));
+  if (mode == Mode::RECORD && !job.user) return record(env, job.comm, std::move(job.body));
   return env.Undefined();
 }
 
