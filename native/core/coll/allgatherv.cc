@@ -22,8 +22,12 @@ void allgatherv(Context& c, const void* send, size_t send_bytes, void* recv, con
   const uint8_t* in = send ? static_cast<const uint8_t*>(send) : out + recv_displs[me];
   const size_t mine = send ? send_bytes : recv_bytes[me];
   if (mine > recv_bytes[me]) throw_truncated("allgatherv", me, mine, recv_bytes[me]);
-  if (send && mine) std::memcpy(out + recv_displs[me], in, mine);
-  if (n == 1) return;
+  // This rank's own block goes last on the single-copy path: peers read
+  // from `in`, so they need not wait behind this copy.
+  auto own = [&] {
+    if (send && mine) std::memcpy(out + recv_displs[me], in, mine);
+  };
+  if (n == 1) return own();
   const size_t chunk = c.half_bytes();
   size_t phases = 1, largest = 0;
   for (uint32_t r = 0; r < n; ++r) {
@@ -45,12 +49,14 @@ void allgatherv(Context& c, const void* send, size_t send_bytes, void* recv, con
       ok = transport::cma_read(d.pid(r), out + recv_displs[r], d.a(r), len);
     }
     if (d.finish(ok, "allgatherv")) {
+      own();
       if (truncated_from != SIZE_MAX) {
         throw_truncated("allgatherv", uint32_t(truncated_from), d.bytes(uint32_t(truncated_from)), recv_bytes[truncated_from]);
       }
       return;
     }
   }
+  own();
   for (size_t k = 0; k < phases; ++k) {
     size_t off = k * chunk;
     const bool first = k == 0 && !d.signed_();
