@@ -25,6 +25,8 @@ export interface NativeAddon {
   abort(): void;
   kernelIsa(): string;
   selectKernelIsa(name: string): boolean;
+  /** Calls this process ended by direct copies between processes (for tests). */
+  singleCopies(): number;
 
   commInfo(comm: number): [rank: number, size: number];
   // Every collective takes a trailing mode (0 blocking, 1 nonblocking,

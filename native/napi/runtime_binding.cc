@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "core/coll/direct.h"
 #include "core/kernels/kernels.h"
 #include "napi/args.h"
 #include "napi/progress.h"
@@ -77,6 +78,10 @@ Napi::Value KernelIsa(const Napi::CallbackInfo& info) {
   return Napi::String::New(info.Env(), kernels::active_isa());
 }
 
+Napi::Value SingleCopies(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), double(coll::single_copies()));
+}
+
 Napi::Value SelectKernelIsa(const Napi::CallbackInfo& info) {
   std::string name = info[0].As<Napi::String>();
   return Napi::Boolean::New(info.Env(), kernels::select_isa(name.c_str()));
@@ -91,6 +96,7 @@ void register_runtime(Napi::Env env, Napi::Object exports) {
   exports.Set("abort", Napi::Function::New(env, Abort, "abort"));
   exports.Set("kernelIsa", Napi::Function::New(env, KernelIsa, "kernelIsa"));
   exports.Set("selectKernelIsa", Napi::Function::New(env, SelectKernelIsa, "selectKernelIsa"));
+  exports.Set("singleCopies", Napi::Function::New(env, SingleCopies, "singleCopies"));
 }
 
 }  // namespace nodempi::napi

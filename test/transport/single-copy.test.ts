@@ -41,6 +41,15 @@ describe.each(modes)('data movement with %s', (_label, env) => {
   });
 });
 
+describe('derived datatypes with single copy on', () => {
+  for (const np of [1, 2, 3, 4]) {
+    it(`take the slots for that call only, exact, at np=${np}`, async () => {
+      const r = await runJob(np, 'dtcoll/single-copy.mjs', [], { env: { NODEMPI_CMA: '1' } });
+      expect(r.status, explain(r)).toBe(0);
+    });
+  }
+});
+
 describe('ranks that disagree on NODEMPI_CMA', () => {
   it('throw ERR_NOT_SAME on every rank for a large message, and go on working (np=3)', async () => {
     const script = join(fixtures, 'process', 'cma-mismatch.mjs');

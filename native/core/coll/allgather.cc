@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstring>
 
 #include "core/coll/coll.h"
 #include "core/coll/direct.h"
@@ -6,10 +7,11 @@
 
 namespace nodempi::coll {
 
-// allgather_direct (large blocks, direct.h): every rank reads each peer's
-// block from where that peer keeps it (its send buffer, or its own block of
-// its receive buffer when IN_PLACE, which it never overwrites); derived
-// types through packed copies.
+// allgather_direct (large contiguous blocks, direct.h): every rank reads
+// each peer's block from where that peer keeps it (its send buffer, or its
+// own block of its receive buffer when IN_PLACE, which it never
+// overwrites). A derived type anywhere sends every rank down allgather_flat,
+// which packs and unpacks through the slots.
 // allgather_flat: for each chunk of every block:
 //   1. every rank waits until its half is free, packs its chunk in, posts;
 //      with a send buffer it also unpacks that chunk into its own block;
@@ -29,27 +31,17 @@ void allgather(Context& c, const Layout& send, const Layout& recv, size_t bytes)
   sig.bytes = bytes;
   sig.check_bytes = 1;
   Direct d(c, bytes);
-  if (d.large()) {
-    Flat in(send.absent() ? recv : send, send.absent() ? mine : 0, bytes);
-    Flat out(recv, 0, bytes * n);
-    in.load();
-    if (d.sign(sig, in.data(), nullptr, "allgather")) {
-      bool ok = true;
-      for (uint32_t i = 1; i < n && ok; ++i) {
-        uint32_t r = (me + i) % n;
-        ok = transport::cma_read(d.pid(r), out.data() + size_t(r) * bytes, d.a(r), bytes);
-      }
-      if (d.finish(ok, "allgather")) {
-        // A scratch `out` got only the peers' blocks; this rank's own
-        // block comes from its send buffer (or is already in place).
-        if (!recv.contiguous()) {
-          for (uint32_t r = 0; r < n; ++r) {
-            if (r != me) recv.write(uint64_t(r) * bytes, bytes, out.data() + size_t(r) * bytes);
-          }
-        }
-        if (!send.absent()) copy(send, 0, recv, mine, bytes);
-        return;
-      }
+  const bool flat = recv.contiguous() && send.contiguous();
+  const uint8_t* in = send.absent() ? recv.data() + mine : send.data();
+  if (d.large() && d.sign(sig, in, nullptr, "allgather", 0, !flat)) {
+    bool ok = true;
+    for (uint32_t i = 1; i < n && ok; ++i) {
+      uint32_t r = (me + i) % n;
+      ok = transport::cma_read(d.pid(r), recv.data() + size_t(r) * bytes, d.a(r), bytes);
+    }
+    if (d.finish(ok, "allgather")) {
+      if (!send.absent()) std::memcpy(recv.data() + mine, in, bytes);
+      return;
     }
   }
   size_t off = 0;

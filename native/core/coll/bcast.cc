@@ -6,8 +6,9 @@
 
 namespace nodempi::coll {
 
-// bcast_direct (large messages, direct.h): every other rank reads the
-// root's buffer in one copy (a derived type through a packed copy).
+// bcast_direct (large contiguous messages, direct.h): every other rank
+// reads the root's buffer in one copy. A derived type anywhere sends every
+// rank down the pipeline, which packs and unpacks through the slots.
 // bcast_pipelined: for each chunk of at most one slot half (at least one
 // phase, so a zero-byte bcast still matches up):
 //   1. the root waits until its half is free, packs the chunk in, posts;
@@ -23,16 +24,9 @@ void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
   sig.bytes = bytes;
   sig.check_bytes = 1;
   Direct d(c, bytes);
-  if (d.large()) {
-    Flat flat(buf, 0, bytes);
-    if (c.rank() == root) flat.load();
-    if (d.sign(sig, flat.data(), nullptr, "bcast")) {
-      bool ok = c.rank() == root || transport::cma_read(d.pid(root), flat.data(), d.a(root), bytes);
-      if (d.finish(ok, "bcast")) {
-        if (c.rank() != root) flat.store();
-        return;
-      }
-    }
+  if (d.large() && d.sign(sig, buf.data(), nullptr, "bcast", 0, !buf.contiguous())) {
+    bool ok = c.rank() == root || transport::cma_read(d.pid(root), buf.data(), d.a(root), bytes);
+    if (d.finish(ok, "bcast")) return;
   }
   size_t off = 0;
   do {

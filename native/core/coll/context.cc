@@ -117,7 +117,7 @@ void Context::agree(uint32_t s, const char* what) {
     report("message size", bytes, [](uint64_t v) { return "sent or expected " + std::to_string(v) + " bytes"; });
   }
   // Checked last: a size that differs also sends ranks down different paths.
-  auto protocol = [](const Signature& g) { return uint64_t(g.direct >> 1); };
+  auto protocol = [](const Signature& g) { return uint64_t((g.direct >> 1) & 1); };
   if (differs(protocol)) {
     report("protocol", protocol, [](uint64_t v) {
       return std::string(v ? "took" : "did not take") + " the single-copy path (NODEMPI_CMA differs)";

@@ -36,7 +36,7 @@ struct Signature {
   uint32_t type = 0;     // reductions: kernel type id + 1; 0 not compared
   uint64_t bytes = 0;    // bytes per rank where MPI requires them equal
   uint32_t check_bytes = 0;
-  uint32_t direct = 0;   // single-copy path (coll/direct.h): bit 1 compared, bit 0 not
+  uint32_t direct = 0;   // single-copy path (coll/direct.h): bit 1 compared, bits 0 and 2 not
 };
 static_assert(sizeof(Signature) == 32, "the signature fits its slot header");
 

@@ -1,10 +1,14 @@
 #include "core/coll/direct.h"
 
+#include <atomic>
+
 #include "core/transport/cma.h"
 
 namespace nodempi::coll {
 
 namespace {
+std::atomic<uint64_t> completed{0};
+
 transport::CmaMode mode_of(const Context& c) {
   return c.size() > 1 && c.segment() ? transport::cma_mode(c.segment()->geometry().nranks) : transport::CmaMode::OFF;
 }
@@ -30,11 +34,12 @@ Direct::Direct(Context& c, size_t bytes, size_t max_bytes)
     : c_(c),
       large_(mode_of(c) != transport::CmaMode::OFF && bytes >= transport::cma_min_bytes() && bytes <= max_bytes) {}
 
-bool Direct::sign(const Signature& sig, const void* a, const void* b, const char* what, uint64_t bytes) {
+bool Direct::sign(const Signature& sig, const void* a, const void* b, const char* what, uint64_t bytes, bool slots) {
   Signature mine = sig;
   // Bit 1: this call took the separate signature phase (compared, so ranks
-  // that disagree fail together); bit 0: this rank can copy directly.
-  mine.direct = 2 | (direct_ready(c_) ? 1 : 0);
+  // that disagree fail together); bit 0: this rank can copy directly; bit 2:
+  // this rank asks for the slots this time.
+  mine.direct = 2 | (direct_ready(c_) ? 1 : 0) | (slots ? 4 : 0);
   s_ = c_.open(mine, what);
   SlotHeader* h = c_.header(c_.rank(), s_);
   h->addr[0] = reinterpret_cast<uint64_t>(a);
@@ -42,6 +47,9 @@ bool Direct::sign(const Signature& sig, const void* a, const void* b, const char
   h->bytes = bytes;
   c_.post(s_);
   c_.agree(s_, what);
+  for (uint32_t r = 0; r < c_.size(); ++r) {
+    if (c_.header(r, s_)->sig.direct & 4) return false;
+  }
   if (direct_all(c_, s_)) return true;
   c_.set_direct_off();
   return false;
@@ -60,7 +68,10 @@ bool direct_finish(Context& c, bool ok, const char* what) {
       return false;
     }
   }
+  completed.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
+
+uint64_t single_copies() { return completed.load(std::memory_order_relaxed); }
 
 }  // namespace nodempi::coll

@@ -36,6 +36,9 @@ bool direct_ready(const Context& c);
 bool direct_all(const Context& c, uint32_t s);
 // Step 2 above; also ends the v-collectives' direct copies.
 bool direct_finish(Context& c, bool ok, const char* what);
+// How many calls this process ended by direct copies: lets tests see which
+// path a call took.
+uint64_t single_copies();
 
 // Whether a v-collective's block skips the slots in its first phase: when
 // the rank that decides (its sender; scatterv's root) can copy directly
@@ -67,7 +70,13 @@ class Direct {
   // Step 1: returns whether every rank can copy directly; then `a(r)`,
   // `b(r)` and `pid(r)` describe peer r's buffers.
   // `bytes` is published too, for peers that must not read past a buffer.
-  bool sign(const Signature& sig, const void* a, const void* b, const char* what, uint64_t bytes = 0);
+  // `slots`: this rank's buffers are not contiguous this time, so a single
+  // copy would need a packed copy on each side of it, where the slot
+  // pipeline packs and unpacks straight through the slots with both
+  // processes at work at once (layout.h). Then every rank takes the slots
+  // for this call only.
+  bool sign(const Signature& sig, const void* a, const void* b, const char* what, uint64_t bytes = 0,
+            bool slots = false);
   const uint8_t* a(uint32_t r) const { return reinterpret_cast<const uint8_t*>(c_.header(r, s_)->addr[0]); }
   uint8_t* b(uint32_t r) const { return reinterpret_cast<uint8_t*>(c_.header(r, s_)->addr[1]); }
   int32_t pid(uint32_t r) const { return c_.pid(r); }

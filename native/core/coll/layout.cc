@@ -36,21 +36,4 @@ void copy(const Layout& from, uint64_t from_off, const Layout& to, uint64_t to_o
   }
 }
 
-Flat::Flat(const Layout& l, uint64_t off, size_t len) : l_(l), off_(off), len_(len) {
-  if (l.contiguous()) {
-    data_ = l.data() + off;
-  } else {
-    scratch_.reset(new uint8_t[std::max<size_t>(len, 1)]);
-    data_ = scratch_.get();
-  }
-}
-
-void Flat::load() const {
-  if (scratch_) l_.read(off_, len_, data_);
-}
-
-void Flat::store() const {
-  if (scratch_) l_.write(off_, len_, data_);
-}
-
 }  // namespace nodempi::coll

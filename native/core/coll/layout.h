@@ -51,23 +51,4 @@ class Layout {
 // [to_off, to_off + len) of `to` (a rank's own block of a gather, say).
 void copy(const Layout& from, uint64_t from_off, const Layout& to, uint64_t to_off, size_t len);
 
-// Contiguous memory for stream bytes [off, off + len) of a layout, for the
-// single-copy path, which moves whole buffers between processes: the
-// layout's own bytes when it is contiguous, otherwise a scratch copy that
-// load() packs and store() unpacks. A fallback, not a fast path.
-class Flat {
- public:
-  Flat(const Layout& l, uint64_t off, size_t len);
-  uint8_t* data() const { return data_; }
-  void load() const;
-  void store() const;
-
- private:
-  const Layout& l_;
-  uint64_t off_;
-  size_t len_;
-  std::unique_ptr<uint8_t[]> scratch_;
-  uint8_t* data_;
-};
-
 }  // namespace nodempi::coll
