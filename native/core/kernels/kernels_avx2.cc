@@ -10,6 +10,7 @@
 
 namespace nodempi::kernels::isa_avx2 {
 namespace {
+#define NODEMPI_VECTOR_BYTES 32
 #include "core/kernels/reduce_ops.h"
 }  // namespace
 }  // namespace nodempi::kernels::isa_avx2

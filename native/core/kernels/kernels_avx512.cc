@@ -13,6 +13,7 @@
 
 namespace nodempi::kernels::isa_avx512 {
 namespace {
+#define NODEMPI_VECTOR_BYTES 64
 #include "core/kernels/reduce_ops.h"
 }  // namespace
 }  // namespace nodempi::kernels::isa_avx512
