@@ -3,6 +3,7 @@
  * proposed three-buffer MPI_Reduce_locals.
  */
 import { IN_PLACE } from './constants.js';
+import { Datatype } from './datatype.js';
 import { fail } from './errors.js';
 import { bareType, bytesOf, resolve, stageReduce, takeStaging, trueBytes, type Msg, type Resolved } from './message.js';
 import { native } from './native.js';
@@ -27,7 +28,7 @@ export function reduceLocal(inbuf: Msg, inoutbuf: Msg, op: Op): void {
 function quick(inbuf: unknown, inoutbuf: unknown, op: unknown): boolean {
   if (!(op instanceof Op) || op.freed) return false;
   if (inoutbuf === lastOut && inbuf === lastA && lastB === lastOut && again(op.id)) return true;
-  if (!ArrayBuffer.isView(inoutbuf)) return false;
+  if (!ArrayBuffer.isView(inoutbuf)) return op.id >= 0 && Array.isArray(inoutbuf) && quickSpec(inbuf, inoutbuf, op.id);
   const io = inoutbuf as Uint8Array;
   if (!alike(inbuf, io)) return false;
   const codes = codesOf(io);
@@ -36,6 +37,48 @@ function quick(inbuf: unknown, inoutbuf: unknown, op: unknown): boolean {
   if (code === undefined || code < 0) return false;
   kernel(inbuf, io, io, io.length, code, codes);
   return true;
+}
+
+// [view, count, datatype] on both sides with one predefined datatype, the
+// form of the types no TypedArray implies (complex, long double, the
+// MINLOC/MAXLOC pairs), under a predefined op: the general path's checks
+// inline, else false and that path reports what is wrong.
+function quickSpec(inbuf: unknown, io: unknown[], id: number): boolean {
+  if (io.length !== 3 || !Array.isArray(inbuf) || inbuf.length !== 3) return false;
+  const v = io[0], count = io[1], t = io[2], a = inbuf[0];
+  if (inbuf[2] !== t || inbuf[1] !== count || typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0) {
+    return false;
+  }
+  if (t !== specType && !learn(t)) return false;
+  const code = specCodes[id];
+  if (code === undefined || code < 0) return false;
+  const bytes = count * specExtent;
+  if (v === lastOut && a === lastA && lastB === lastOut) {
+    // The recorded views: their recorded byte lengths, once fresh() has
+    // confirmed them, are the true ones.
+    if (!fresh() || bytes > bytesOut || bytes > bytesA) return false;
+    last(count, code);
+    return true;
+  }
+  if (!typedView(v) || !typedView(a) || v.byteLength < bytes || a.byteLength < bytes) return false;
+  kernel(a, v, v, count, code, NO_CODES);
+  return true;
+}
+
+// The predefined datatype of the last quickSpec() call, its codes and
+// extent (a predefined type never changes).
+let specType: unknown = null, specCodes: Int32Array = new Int32Array(0), specExtent = 0;
+
+function learn(t: unknown): boolean {
+  if (!(t instanceof Datatype) || !t.predefined) return false;
+  specType = t;
+  specCodes = kernelCodes.get(t) ?? codesFor(t, t);
+  specExtent = t.extent;
+  return true;
+}
+
+function typedView(v: unknown): v is Uint8Array {
+  return ArrayBuffer.isView(v) && !(v instanceof DataView);
 }
 
 // A user op on two whole TypedArrays of a predefined type: the function
@@ -136,18 +179,21 @@ function typed(v: ArrayBufferView): v is Uint8Array {
   return !(v instanceof DataView);
 }
 
-// Per TypedArray class: the kernel code (basic type | op id << 8) of each
-// predefined op on the datatype the array implies, -1 where the op is not
-// defined on it. Empty for classes that imply no predefined type.
+// Per TypedArray class (the datatype the array implies) and per predefined
+// Datatype: the kernel code (basic type | op id << 8) of each predefined op
+// on that type, -1 where the op is not defined on it. Empty for classes that
+// imply no predefined type.
 const kernelCodes = new Map<unknown, Int32Array>();
 
 function codesOf(view: ArrayBufferView): Int32Array {
-  const known = kernelCodes.get(view.constructor);
-  if (known) return known;
-  const t = view instanceof DataView ? undefined : bareType(view);
+  return kernelCodes.get(view.constructor) ??
+    codesFor(view.constructor, view instanceof DataView ? undefined : bareType(view));
+}
+
+function codesFor(key: unknown, t: Datatype | undefined): Int32Array {
   const codes = new Int32Array(t ? Op.predefined.length : 0).fill(-1);
   if (t) for (const op of Op.predefined) codes[op.id] = opAllows(op, t) ? t.basic | op.id << 8 : -1;
-  kernelCodes.set(view.constructor, codes);
+  kernelCodes.set(key, codes);
   return codes;
 }
 
