@@ -244,13 +244,18 @@ inline typename Vector<T>::type ordered(typename Vector<T>::type x, typename Vec
   return r;
 }
 
-// Vector i (in elements) of p. Functions, not lambdas: g++ compiles a
-// lambda for the baseline target whatever #pragma GCC target surrounds it.
+// The vector at element i of p, and stores one there. Functions, not
+// lambdas: g++ compiles a lambda for the baseline target whatever #pragma
+// GCC target surrounds it.
 template <class T>
 inline typename Vector<T>::type vector_at(const Byte* p, size_t i) {
   typename Vector<T>::type v;
   __builtin_memcpy(&v, p + i * sizeof(T), sizeof v);
   return v;
+}
+template <class T>
+inline void vector_put(Byte* p, size_t i, typename Vector<T>::type v) {
+  __builtin_memcpy(p + i * sizeof(T), &v, sizeof v);
 }
 
 // The whole vectors of a count-element kernel, four per step while four
@@ -261,17 +266,17 @@ size_t ordered_vectors(const Byte* a, const Byte* b, Byte* out, size_t count) {
   using V = typename Vector<T>::type;
   constexpr size_t kLanes = sizeof(V) / sizeof(T);
   constexpr auto at = vector_at<T>;
-  auto put = [out](size_t i, const V& v) { __builtin_memcpy(out + i * sizeof(T), &v, sizeof v); };
+  constexpr auto put = vector_put<T>;
   size_t i = 0;
   for (; i + 4 * kLanes <= count; i += 4 * kLanes) {
     V x0 = at(a, i), x1 = at(a, i + kLanes), x2 = at(a, i + 2 * kLanes), x3 = at(a, i + 3 * kLanes);
     V y0 = at(b, i), y1 = at(b, i + kLanes), y2 = at(b, i + 2 * kLanes), y3 = at(b, i + 3 * kLanes);
-    put(i, ordered<Op, T>(x0, y0));
-    put(i + kLanes, ordered<Op, T>(x1, y1));
-    put(i + 2 * kLanes, ordered<Op, T>(x2, y2));
-    put(i + 3 * kLanes, ordered<Op, T>(x3, y3));
+    put(out, i, ordered<Op, T>(x0, y0));
+    put(out, i + kLanes, ordered<Op, T>(x1, y1));
+    put(out, i + 2 * kLanes, ordered<Op, T>(x2, y2));
+    put(out, i + 3 * kLanes, ordered<Op, T>(x3, y3));
   }
-  for (; i + kLanes <= count; i += kLanes) put(i, ordered<Op, T>(at(a, i), at(b, i)));
+  for (; i + kLanes <= count; i += kLanes) put(out, i, ordered<Op, T>(at(a, i), at(b, i)));
   return i;
 }
 #endif
