@@ -154,15 +154,16 @@ export class Intercomm extends Comm implements IntercommShape {
     // unwrapping a view.
     argList(0, size);
     let next = 0;
-    // The next slot, zeroed: its number and a view to fill.
-    const zeroed = (): [number, Float64Array] => {
+    // The next slot, zeroed: its number (argList(k, size) is its view).
+    const zeros = (): number => {
       const k = next++ & 3;
-      return [k, argList(k, size).fill(0, 0, size)];
+      argList(k, size).fill(0, 0, size);
+      return k;
     };
-    const zeros = () => zeroed()[0];
     // Per merged rank: `bytes` to (or from) remote rank i, at displs[i].
     const toRemote = (bytes: (i: number) => number, displ: (i: number) => number): [number, number] => {
-      const [kb, b] = zeroed(), [kd, d] = zeroed();
+      const kb = zeros(), kd = zeros();
+      const b = argList(kb, size), d = argList(kd, size);
       const base = this.#base(false);
       for (let i = 0; i < nr; i++) {
         b[base + i] = bytes(i);
@@ -276,8 +277,8 @@ export class Intercomm extends Comm implements IntercommShape {
         const m = resolve('reduce', 'send buffer', send);
         checkOp(op, m.type, 'reduce');
         const k = reducible(m, 'send', op);
-        const [sb, list] = zeroed();
-        list[r.merged] = k.bytes;
+        const sb = zeros();
+        argList(sb, size)[r.merged] = k.bytes;
         return native.exchangeFold(h, k.view, sb, zeros(), null, zeros(), k.count, k.basic, op.id, userOpSpec(op, m.type), mode);
       }
       case 'allreduce': {

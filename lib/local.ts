@@ -78,7 +78,7 @@ function learn(t: unknown): boolean {
 }
 
 function typedView(v: unknown): v is Uint8Array {
-  return ArrayBuffer.isView(v) && !(v instanceof DataView);
+  return ArrayBuffer.isView(v) && typed(v);
 }
 
 // A user op on two whole TypedArrays of a predefined type: the function

@@ -94,7 +94,11 @@ export class Replays {
     for (let i = 0; i < list.length; i++) {
       const e = list[i]!;
       if (!same(e, args)) continue;
-      if (i !== list.length - 1) list.push(list.splice(i, 1)[0]!);
+      if (i !== list.length - 1) {
+        // Most recently used last, without splice()'s array per call.
+        list.copyWithin(i, i + 1);
+        list[list.length - 1] = e;
+      }
       calls.misses = 0;
       calls.nextPause = MIN_PAUSE;
       this.#last = e;
