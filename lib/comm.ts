@@ -39,11 +39,18 @@ export type CollectiveName =
   | 'gatherv' | 'scatterv' | 'allgatherv' | 'alltoallv' | 'alltoallw' | 'reduceScatter'
   | 'reduceScatterBlock' | 'scan' | 'exscan';
 
-// Handles of the predefined communicators, and the size of the context pool
-// (native/core/transport/segment.h kContexts).
+// Handles of the predefined communicators.
 const WORLD = 0;
 const SELF = 1;
-const CONTEXTS = 64;
+
+/**
+ * @internal Thrown on every member when no context is left for a new
+ * communicator: the pool holds native/core/transport/segment.h kContexts,
+ * COMM_WORLD's included.
+ */
+export function noContext(call: string): never {
+  fail('ERR_OTHER', call, 'no communicator context is free (4095 communicators of several ranks may exist at once besides COMM_WORLD); free() communicators that are no longer needed');
+}
 
 /** A communicator: a group of ranks and a private context for their collectives. */
 export class Comm {
@@ -208,9 +215,7 @@ export class Comm {
     native.allgather(h, Int32Array.of(id), ids, 4, 0, 0, 0, 0, Mode.BLOCKING);
     if (color === UNDEFINED) return null;
     const ctx = ids[members[0]!]!;
-    if (ctx < 0) {
-      fail('ERR_OTHER', call, `no communicator context is free (${CONTEXTS - 1} may exist at once); free() communicators that are no longer needed`);
-    }
+    if (ctx < 0) noContext(call);
     const world = this.group().worldRanks;
     const worldRanks = members.map((r) => world[r]!);
     const handle = native.commCreate(ctx, members.indexOf(me), Int32Array.from(worldRanks));

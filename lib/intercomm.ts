@@ -7,7 +7,7 @@
  * the sending side's own group, so it is queued and matched like any other.
  */
 import { argList } from './args.js';
-import { Comm, registerIntercomm, type CollectiveName, type Intercomm as IntercommShape } from './comm.js';
+import { Comm, noContext, registerIntercomm, type CollectiveName, type Intercomm as IntercommShape } from './comm.js';
 import { CONGRUENT, IDENT, IN_PLACE, PROC_NULL, ROOT, SIMILAR, UNEQUAL } from './constants.js';
 import { BasicType, Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
@@ -22,7 +22,6 @@ import { Mode } from './request.js';
 import { worldRank } from './runtime.js';
 
 const EMPTY = new Uint8Array(0);
-const CONTEXTS = 64;
 
 /** An intercommunicator (MPI_Comm with a remote group). */
 export class Intercomm extends Comm implements IntercommShape {
@@ -369,7 +368,7 @@ export class Intercomm extends Comm implements IntercommShape {
     const ids = new Int32Array(n);
     native.allgather(h, Int32Array.of(id), ids, 4, 0, 0, 0, 0, Mode.BLOCKING);
     const ctx = Math.max(...ids) > 0 ? Math.max(...ids) : Math.min(...ids);
-    if (ctx < 0) fail('ERR_OTHER', call, `no communicator context is free (${CONTEXTS - 1} may exist at once)`);
+    if (ctx < 0) noContext(call);
     return ctx;
   }
 }
@@ -407,7 +406,7 @@ registerIntercomm((local, localLeader, peerComm, remoteLeader, tag) => {
   const [ctx, nRemote, lowFlag] = hdr as unknown as [number, number, number];
   const remote = remoteWorld && local.rank === localLeader ? remoteWorld : new Int32Array(nRemote);
   local.bcast(remote, localLeader);
-  if (ctx < 0) fail('ERR_OTHER', call, `no communicator context is free (${CONTEXTS - 1} may exist at once)`);
+  if (ctx < 0) noContext(call);
   const low = lowFlag === 1;
   const remoteGroup = new Group(Array.from(remote));
   const localGroup = new Group(localWorld);

@@ -27,6 +27,8 @@ export interface NativeAddon {
   selectKernelIsa(name: string): boolean;
   /** Calls this process ended by direct copies between processes (for tests). */
   singleCopies(): number;
+  /** Slot sets this rank has ever written (tests: memory follows busy communicators). */
+  slotSetsUsed(): number;
 
   commInfo(comm: number): [rank: number, size: number];
   // Every collective takes a trailing mode (0 blocking, 1 nonblocking,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/transport/inbox.h"
+#include "core/transport/slot_sets.h"
 #include "napi/args.h"
 #include "napi/comm_args.h"
 #include "napi/progress.h"
@@ -96,6 +97,13 @@ Napi::Value LeaderExchange(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// slotSetsUsed() -> how many of its slot sets this rank has ever written:
+// lets tests see that memory follows busy communicators, not live ones.
+Napi::Value SlotSetsUsed(const Napi::CallbackInfo& info) {
+  State& st = State::of(info.Env());
+  return Napi::Number::New(info.Env(), st.segment ? st.segment->sets()->used() : 0);
+}
+
 }  // namespace
 
 void register_comm_mgmt(Napi::Env env, Napi::Object exports) {
@@ -104,6 +112,7 @@ void register_comm_mgmt(Napi::Env env, Napi::Object exports) {
   exports.Set("commCreate", Napi::Function::New(env, CommCreate, "commCreate"));
   exports.Set("commFree", Napi::Function::New(env, CommFree, "commFree"));
   exports.Set("leaderExchange", Napi::Function::New(env, LeaderExchange, "leaderExchange"));
+  exports.Set("slotSetsUsed", Napi::Function::New(env, SlotSetsUsed, "slotSetsUsed"));
 }
 
 }  // namespace nodempi::napi

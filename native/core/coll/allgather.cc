@@ -19,6 +19,7 @@ namespace nodempi::coll {
 // IN_PLACE (send absent) reads this rank's block from recv. `bytes` is one
 // block's stream; recv holds size() blocks, block r at stream byte r x bytes.
 void allgather(Context& c, const Layout& send, const Layout& recv, size_t bytes) {
+  Round round(c);
   const uint32_t n = c.size(), me = c.rank();
   const uint64_t mine = uint64_t(me) * bytes;
   if (n == 1) {

@@ -17,6 +17,7 @@ namespace nodempi::coll {
 // rank's block from recv.
 void allgatherv(Context& c, const void* send, size_t send_bytes, void* recv, const size_t* recv_bytes,
                 const size_t* recv_displs) {
+  Round round(c);
   const uint32_t n = c.size(), me = c.rank();
   auto* out = static_cast<uint8_t*>(recv);
   const uint8_t* in = send ? static_cast<const uint8_t*>(send) : out + recv_displs[me];

@@ -60,6 +60,7 @@ void allreduce_sliced(Context& c, const uint8_t* in, uint8_t* out, size_t count,
 }  // namespace
 
 void allreduce(Context& c, const void* send, void* recv, size_t count, const Combiner& op) {
+  Round round(c);
   auto* out = static_cast<uint8_t*>(recv);
   auto* in = send ? static_cast<const uint8_t*>(send) : out;
   if (c.size() == 1) {

@@ -18,6 +18,7 @@ namespace nodempi::coll {
 // With IN_PLACE the blocks come from recv; each chunk is in the slot before
 // recv is overwritten, so the exchange is safe in place.
 void alltoall(Context& c, const void* send, void* recv, size_t bytes) {
+  Round round(c);
   const uint32_t n = c.size(), me = c.rank();
   auto* out = static_cast<uint8_t*>(recv);
   auto* in = send ? static_cast<const uint8_t*>(send) : out;

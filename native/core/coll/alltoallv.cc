@@ -26,6 +26,7 @@ namespace nodempi::coll {
 // reading the block this rank would overwrite.
 void alltoallv(Context& c, const void* send, const size_t* send_bytes, const size_t* send_displs, void* recv,
                const size_t* recv_bytes, const size_t* recv_displs) {
+  Round round(c);
   const uint32_t n = c.size(), me = c.rank();
   auto* out = static_cast<uint8_t*>(recv);
   const uint8_t* in = send ? static_cast<const uint8_t*>(send) : out;

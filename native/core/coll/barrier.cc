@@ -6,6 +6,7 @@ namespace nodempi::coll {
 //   1. post the next phase (a signature, no data);
 //   2. wait until every peer has posted it.
 void barrier(Context& c) {
+  Round round(c);
   if (c.size() == 1) return;
   Signature sig;
   sig.kind = BARRIER;

@@ -16,6 +16,7 @@ namespace nodempi::coll {
 // Readers drain chunk k while the root fills chunk k+1 in the other half.
 // `bytes` is the stream: count x size for a derived type.
 void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
+  Round round(c);
   if (c.size() == 1) return;
   const size_t chunk = c.half_bytes();
   Signature sig;

@@ -23,14 +23,49 @@ Context::Context(transport::Segment* seg, uint32_t id, uint32_t rank, std::vecto
   if (!seg_) return;
   policy_ = transport::WaitPolicy::for_job(seg_->geometry().nranks);
   lines_.resize(size_);
-  slots_.resize(size_t(size_) * 2);
-  for (uint32_t r = 0; r < size_; ++r) {
-    lines_[r] = seg_->ctrl(id_, r);
-    slots_[r * 2] = seg_->slot(id_, r, 0);
-    slots_[r * 2 + 1] = seg_->slot(id_, r, 1);
-  }
+  slots_.assign(size_t(size_) * 2, nullptr);
+  sets_.assign(size_, transport::SlotSets::kNone);
+  for (uint32_t r = 0; r < size_; ++r) lines_[r] = seg_->ctrl(id_, r);
+  // The generation tells this use of the context from earlier ones (the
+  // leader took it before the collective that told us its id).
+  owner_ = {id_, seg_->header()->contexts_state[id_].generation.load(std::memory_order_acquire), size_, rank_};
   // Phases are never reset; a new context continues from what is posted.
   seq_ = lines_[rank_]->seq.load(std::memory_order_acquire);
+}
+
+void Context::begin() {
+  if (!seg_ || size_ == 1) return;
+  if (depth_ == 0) {
+    uint32_t set = seg_->sets()->hold(owner_, sets_[rank_]);
+    if (set != sets_[rank_]) {
+      point(rank_, set);
+      // Published by the next post.
+      lines_[rank_]->set.store(set, std::memory_order_relaxed);
+    }
+  }
+  ++depth_;
+}
+
+void Context::end() {
+  if (!seg_ || size_ == 1 || --depth_ > 0) return;
+  lines_[rank_]->done.store(seq_, std::memory_order_release);
+  seg_->sets()->release(sets_[rank_], seq_);
+}
+
+void Context::point(uint32_t member, uint32_t set) {
+  sets_[member] = set;
+  slots_[member * 2] = seg_->slot(world_ranks_[member], set, 0);
+  slots_[member * 2 + 1] = seg_->slot(world_ranks_[member], set, 1);
+}
+
+void Context::see(uint32_t peer) {
+  uint32_t set = lines_[peer]->set.load(std::memory_order_relaxed);
+  if (set == sets_[peer]) return;
+  if (set >= transport::kSets) {
+    throw CoreError(ErrorClass::INTERN, "rank " + std::to_string(world_ranks_[peer]) +
+                                            " published a slot set out of range (" + std::to_string(set) + ")");
+  }
+  point(peer, set);
 }
 
 const char* kind_name(uint32_t kind) {
@@ -142,6 +177,7 @@ void Context::post(uint32_t s) {
 
 void Context::wait(uint32_t peer, uint32_t s, const char* what) {
   transport::wait_for(lines_[peer], s, policy_, live_, world_ranks_[peer], what);
+  see(peer);
 }
 
 void Context::wait_all(uint32_t s, const char* what) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/transport/segment.h"
+#include "core/transport/slot_sets.h"
 #include "core/transport/wait.h"
 
 namespace nodempi::coll {
@@ -88,6 +89,11 @@ class Context {
   void wait(uint32_t peer, uint32_t s, const char* what);
   void wait_all(uint32_t s, const char* what);
 
+  // One collective starts and ends on this rank (Round below): this rank's
+  // slot set for the context is held meanwhile. Nested pairs count once.
+  void begin();
+  void end();
+
   // Process id of a member, for single-copy transfers.
   int32_t pid(uint32_t member) const;
   // Set on every rank alike once a single-copy transfer has failed on any:
@@ -95,6 +101,8 @@ class Context {
   bool direct_off() const { return direct_off_; }
   void set_direct_off() { direct_off_ = true; }
 
+  // Member's data for phase s: valid once this rank has waited for that
+  // member's post of phase s (or, its own, inside a Round).
   uint8_t* slot(uint32_t member, uint32_t s) const { return slots_[member * 2 + (s & 1)] + kHeaderBytes; }
   // A small header in front of each slot half, written and read under the
   // same rules as the data: how many phases a v-collective takes, and so on.
@@ -103,6 +111,13 @@ class Context {
   }
 
  private:
+  // After a wait for `peer`: points its slots at the set it now writes
+  // into. A rank moves to another set only when every member has read all
+  // it wrote in the old one, so the set seen with a post is the one that
+  // post's data is in.
+  void see(uint32_t peer);
+  void point(uint32_t member, uint32_t set);
+
   transport::Segment* seg_;
   uint32_t id_;
   uint32_t rank_;
@@ -113,8 +128,27 @@ class Context {
   std::vector<uint32_t> world_ranks_;
   std::vector<transport::CtrlLine*> lines_;
   std::vector<uint8_t*> slots_;
+  std::vector<uint32_t> sets_;  // the set each member's slots_ point into
+  transport::SlotSets::Owner owner_{};
+  uint32_t depth_ = 0;  // nested begin()s
   transport::WaitPolicy policy_{};
   transport::Liveness live_;
+};
+
+// One collective on a context, from before its first phase to its end.
+// This rank's slot set for the context stays bound meanwhile; at the end
+// the rank publishes that it reads nothing more of what was posted so far
+// (CtrlLine::done), which lets each member's set go to another context once
+// all have done so. Every collective in coll/ opens one.
+class Round {
+ public:
+  explicit Round(Context& c) : c_(c) { c_.begin(); }
+  ~Round() { c_.end(); }
+  Round(const Round&) = delete;
+  Round& operator=(const Round&) = delete;
+
+ private:
+  Context& c_;
 };
 
 }  // namespace nodempi::coll

@@ -14,6 +14,7 @@ namespace nodempi::coll {
 //   2. the root posts, then copies each peer's chunk into its block.
 // The root's own block is one local copy (none when IN_PLACE).
 void gather(Context& c, const void* send, void* recv, size_t bytes, uint32_t root) {
+  Round round(c);
   const uint32_t n = c.size(), me = c.rank();
   auto* in = static_cast<const uint8_t*>(send);
   auto* out = static_cast<uint8_t*>(recv);

@@ -29,6 +29,7 @@ void throw_truncated(const char* call, uint32_t from, size_t sent, size_t room) 
 // single-copy size sends nothing in the first phase (skips_first, direct.h).
 void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const size_t* recv_bytes,
              const size_t* recv_displs, uint32_t root) {
+  Round round(c);
   const uint32_t n = c.size(), me = c.rank();
   auto* in = static_cast<const uint8_t*>(send);
   auto* out = static_cast<uint8_t*>(recv);

@@ -16,6 +16,7 @@ namespace nodempi::coll {
 // IN_PLACE reads the blocks from recv; the result overwrites the first
 // block's place only after that chunk is in the slot.
 void reduce_scatter(Context& c, const void* send, void* recv, const size_t* counts, const Combiner& op) {
+  Round round(c);
   const uint32_t n = c.size(), me = c.rank();
   const size_t item = op.item;
   auto* out = static_cast<uint8_t*>(recv);

@@ -60,6 +60,7 @@ constexpr size_t kDirectMax = size_t(1) << 20;
 // Rank 0's receive buffer is left untouched by exscan, as MPI says.
 // Large messages first try scan_direct above.
 void scan(Context& c, const void* send, void* recv, size_t count, const Combiner& op, bool exclusive) {
+  Round round(c);
   const uint32_t n = c.size(), me = c.rank();
   const size_t item = op.item;
   auto* out = static_cast<uint8_t*>(recv);

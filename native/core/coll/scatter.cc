@@ -14,6 +14,7 @@ namespace nodempi::coll {
 //      peer's block into that peer's lane, posts;
 //   2. the others post, wait for the root and copy their lane out.
 void scatter(Context& c, const void* send, void* recv, size_t bytes, uint32_t root) {
+  Round round(c);
   const uint32_t n = c.size(), me = c.rank();
   auto* in = static_cast<const uint8_t*>(send);
   auto* out = static_cast<uint8_t*>(recv);

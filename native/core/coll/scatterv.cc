@@ -23,6 +23,7 @@ namespace nodempi::coll {
 // (skips_first, direct.h).
 void scatterv(Context& c, const void* send, const size_t* send_bytes, const size_t* send_displs, void* recv,
               size_t recv_bytes, uint32_t root) {
+  Round round(c);
   const uint32_t n = c.size(), me = c.rank();
   auto* in = static_cast<const uint8_t*>(send);
   auto* out = static_cast<uint8_t*>(recv);

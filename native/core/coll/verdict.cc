@@ -8,6 +8,7 @@ namespace nodempi::coll {
 //   1. every rank writes its status word into its half and posts;
 //   2. every rank reads all status words; the lowest failing rank wins.
 int verdict(Context& c, bool ok) {
+  Round round(c);
   if (c.size() == 1) return ok ? -1 : 0;
   uint32_t s = c.next_phase();
   c.acquire_slot(s, "collective");

@@ -14,6 +14,7 @@
 #include <new>
 
 #include "core/transport/cma.h"
+#include "core/transport/slot_sets.h"
 
 namespace nodempi::transport {
 namespace {
@@ -47,9 +48,20 @@ Geometry Geometry::for_ranks(uint32_t nranks) {
   g.ctrl_offset = round_up(sizeof(Header), kPage);
   size_t ctrl_bytes = sizeof(CtrlLine) * size_t(kContexts) * nranks;
   g.slots_offset = round_up(g.ctrl_offset + ctrl_bytes, kPage);
-  g.total_bytes = g.slots_offset + size_t(kContexts) * nranks * 2 * g.half_bytes;
+  g.total_bytes = g.slots_offset + size_t(nranks) * kSets * 2 * g.half_bytes;
   return g;
 }
+
+Segment::Segment() = default;
+
+namespace {
+
+// The slot sets are mostly holes; a core dump need not write them out.
+void no_dump(void* base, const Geometry& geo) {
+  madvise(static_cast<uint8_t*>(base) + geo.slots_offset, geo.total_bytes - geo.slots_offset, MADV_DONTDUMP);
+}
+
+}  // namespace
 
 Segment* Segment::create(uint32_t nranks, std::string* error) {
   if (nranks == 0 || nranks > kMaxRanks) {
@@ -84,6 +96,7 @@ Segment* Segment::create(uint32_t nranks, std::string* error) {
     ::close(fd);
     return nullptr;
   }
+  no_dump(base, geo);
   // tmpfs pages start zeroed, so every atomic starts at 0.
   Header* h = new (base) Header;
   h->magic = kMagic;
@@ -127,6 +140,7 @@ Segment* Segment::attach(int fd, uint32_t rank, uint32_t nranks, std::string* er
     *error = "the shared-memory segment header is not from this nodempi version";
     return nullptr;
   }
+  no_dump(base, geo);
   cma_permit(int32_t(h->launcher_pid));
   h->ranks[rank].pid.store(int32_t(getpid()), std::memory_order_release);
   h->attached.fetch_add(1, std::memory_order_acq_rel);
@@ -135,6 +149,8 @@ Segment* Segment::attach(int fd, uint32_t rank, uint32_t nranks, std::string* er
   s->header_ = h;
   s->base_ = base;
   s->geo_ = geo;
+  s->rank_ = rank;
+  s->sets_ = std::make_unique<SlotSets>(s);
   // The rank keeps no descriptor: its own children must not inherit one.
   ::close(fd);
   return s;
@@ -160,23 +176,30 @@ void Segment::close_fd() {
   }
 }
 
-CtrlLine* Segment::ctrl(uint32_t context, uint32_t rank) const {
+CtrlLine* Segment::ctrl(uint32_t context, uint32_t member) const {
   auto* lines = reinterpret_cast<CtrlLine*>(static_cast<uint8_t*>(base_) + geo_.ctrl_offset);
-  return &lines[size_t(context) * geo_.nranks + rank];
+  return &lines[size_t(context) * geo_.nranks + member];
 }
 
 int Segment::alloc_context(uint32_t members) {
   for (uint32_t c = 1; c < kContexts; ++c) {
     uint32_t expected = 0;
     ContextSlot& st = header_->contexts_state[c];
-    if (!st.in_use.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) continue;
+    if (st.in_use.load(std::memory_order_relaxed) ||
+        !st.in_use.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+      continue;
+    }
     // Nobody uses a free context, so its lines can be reset; the members
     // learn the id through a collective on the parent, which orders this
     // reset before their first use.
-    for (uint32_t r = 0; r < geo_.nranks; ++r) {
-      ctrl(c, r)->seq.store(0, std::memory_order_relaxed);
-      ctrl(c, r)->waiters.store(0, std::memory_order_relaxed);
+    for (uint32_t m = 0; m < members && m < geo_.nranks; ++m) {
+      CtrlLine* line = ctrl(c, m);
+      line->seq.store(0, std::memory_order_relaxed);
+      line->waiters.store(0, std::memory_order_relaxed);
+      line->set.store(0, std::memory_order_relaxed);
+      line->done.store(0, std::memory_order_relaxed);
     }
+    st.generation.fetch_add(1, std::memory_order_relaxed);
     st.members_left.store(members, std::memory_order_release);
     return int(c);
   }
@@ -189,8 +212,8 @@ void Segment::release_context(uint32_t context) {
   if (st.members_left.fetch_sub(1, std::memory_order_acq_rel) == 1) st.in_use.store(0, std::memory_order_release);
 }
 
-uint8_t* Segment::slot(uint32_t context, uint32_t rank, uint32_t half) const {
-  size_t index = (size_t(context) * geo_.nranks + rank) * 2 + (half & 1);
+uint8_t* Segment::slot(uint32_t rank, uint32_t set, uint32_t half) const {
+  size_t index = (size_t(rank) * kSets + set) * 2 + (half & 1);
   return static_cast<uint8_t*>(base_) + geo_.slots_offset + index * geo_.half_bytes;
 }
 

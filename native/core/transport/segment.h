@@ -3,44 +3,69 @@
 //
 // Layout (every part page-aligned, offsets computed from the header alone):
 //   Header          magic, version, world size, pids, liveness, abort state
-//   control lines   [context][rank] one 128-byte CtrlLine each
-//   slots           [context][rank] two halves of `half_bytes` each
+//   control lines   [context][member] one 128-byte CtrlLine each
+//   slot sets       [world rank][set] two halves of `half_bytes` each
+//
+// A communicator costs its members one control line each; data moves
+// through slot sets that belong to ranks, not to communicators. A rank
+// writes each communicator's data into one of its own sets, which it binds
+// to that communicator while in use and hands to another once every member
+// has read what it wrote (slot_sets.h). So memory follows how many
+// communicators are busy at once, not how many exist. There are as many
+// sets per rank as contexts, so a free one always exists: a rank never
+// waits for a set, whatever its peers are doing. The mapping is that large
+// but sparse: only pages that carried data take memory.
 #pragma once
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace nodempi::transport {
 
 constexpr uint64_t kMagic = 0x69706d65646f6e31ull;  // "1nodempi"
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
 constexpr uint32_t kMaxRanks = 256;
-constexpr uint32_t kContexts = 64;  // COMM_WORLD is context 0; the rest are a pool
+constexpr uint32_t kContexts = 4096;  // COMM_WORLD is context 0; the rest are a pool
+constexpr uint32_t kSets = kContexts;  // slot sets per rank
 constexpr size_t kCacheLine = 64;
 
 // One rank's published state in one communicator context. `seq` is the last
 // phase this rank has posted; peers spin or futex-wait on it. `waiters` lives
 // on the same line so the poster learns with one read whether to wake
-// anyone; the line is padded to two cache lines so the adjacent-line
-// prefetcher never couples two ranks' lines.
+// anyone; `set` (which of its slot sets the rank writes this context's data
+// into, valid from the first phase it posts after changing it) too, so a
+// reader gets it with the post. `done` is the last phase of the last
+// collective this rank has finished here: it reads none of the data of
+// phases up to it any more. Only a rank looking for a slot set reads it, so
+// it sits on the second cache line, where writing it at the end of every
+// collective does not take the first line from peers polling `seq`. Two
+// cache lines also keep the adjacent-line prefetcher from coupling two
+// ranks' lines.
 struct alignas(kCacheLine) CtrlLine {
   std::atomic<uint32_t> seq;
   std::atomic<uint32_t> waiters;
-  char pad[2 * kCacheLine - 2 * sizeof(std::atomic<uint32_t>)];
+  std::atomic<uint32_t> set;
+  char pad[kCacheLine - 3 * sizeof(std::atomic<uint32_t>)];
+  alignas(kCacheLine) std::atomic<uint32_t> done;
+  char pad2[kCacheLine - sizeof(std::atomic<uint32_t>)];
 };
 static_assert(sizeof(CtrlLine) == 2 * kCacheLine, "CtrlLine must be two cache lines");
 
 struct RankInfo {
-  std::atomic<int32_t> pid;     // written by the rank when it attaches
-  std::atomic<int32_t> exited;  // set by the launcher when it reaps the rank: 1 + code, or -signal
+  std::atomic<int32_t> pid;      // written by the rank when it attaches
+  std::atomic<int32_t> exited;   // set by the launcher when it reaps the rank: 1 + code, or -signal
 };
 
-// Allocation state of one communicator context: which are taken, and how
-// many members have yet to free it (the last one returns it to the pool).
+// Allocation state of one communicator context: which are taken, how many
+// members have yet to free it (the last one returns it to the pool), and
+// how many times it has been taken (a set still bound to an earlier use
+// of the context is free once this has moved on).
 struct ContextSlot {
   std::atomic<uint32_t> in_use;
   std::atomic<uint32_t> members_left;
+  std::atomic<uint32_t> generation;
 };
 
 // A one-message outbox per world rank, used only when two groups' leaders
@@ -85,6 +110,8 @@ struct Geometry {
   static Geometry for_ranks(uint32_t nranks);
 };
 
+class SlotSets;
+
 // A mapping of the segment, owned by the launcher or by a rank.
 class Segment {
  public:
@@ -104,21 +131,28 @@ class Segment {
   void unlink_name();
   void close_fd();
 
-  CtrlLine* ctrl(uint32_t context, uint32_t rank) const;
+  // The control line of `member` (its rank in the communicator) of `context`.
+  CtrlLine* ctrl(uint32_t context, uint32_t member) const;
   // Takes a free context for a new communicator of `members` ranks and
   // resets its control lines; -1 when the pool is exhausted.
   int alloc_context(uint32_t members);
   // One member is done with `context`; the last one returns it to the pool.
   void release_context(uint32_t context);
-  uint8_t* slot(uint32_t context, uint32_t rank, uint32_t half) const;
+  // Half `half` of slot set `set` of world rank `rank`.
+  uint8_t* slot(uint32_t rank, uint32_t set, uint32_t half) const;
+  // This rank's slot sets (null in the launcher's mapping).
+  SlotSets* sets() const { return sets_.get(); }
+  uint32_t rank() const { return rank_; }
 
  private:
-  Segment() = default;
+  Segment();
   Header* header_ = nullptr;
   void* base_ = nullptr;
   Geometry geo_{};
   int fd_ = -1;
+  uint32_t rank_ = 0;
   std::string name_;
+  std::unique_ptr<SlotSets> sets_;
 };
 
 }  // namespace nodempi::transport
