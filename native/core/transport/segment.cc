@@ -140,6 +140,14 @@ Segment* Segment::attach(int fd, uint32_t rank, uint32_t nranks, std::string* er
     *error = "the shared-memory segment header is not from this nodempi version";
     return nullptr;
   }
+  uint32_t unclaimed = 0;
+  if (!h->ranks[rank].claimed.compare_exchange_strong(unclaimed, 1, std::memory_order_acq_rel)) {
+    int32_t pid = h->ranks[rank].pid.load(std::memory_order_acquire);
+    munmap(base, geo.total_bytes);
+    *error = "rank " + std::to_string(rank) + " of this job is already running (pid " + std::to_string(pid) +
+             "); a process that inherited a rank's environment and descriptor cannot join the job as that rank";
+    return nullptr;
+  }
   no_dump(base, geo);
   cma_permit(int32_t(h->launcher_pid));
   h->ranks[rank].pid.store(int32_t(getpid()), std::memory_order_release);

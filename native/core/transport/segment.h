@@ -56,6 +56,7 @@ static_assert(sizeof(CtrlLine) == 2 * kCacheLine, "CtrlLine must be two cache li
 struct RankInfo {
   std::atomic<int32_t> pid;      // written by the rank when it attaches
   std::atomic<int32_t> exited;   // set by the launcher when it reaps the rank: 1 + code, or -signal
+  std::atomic<uint32_t> claimed;  // 1 once a process (or thread) has attached as this rank
 };
 
 // Allocation state of one communicator context: which are taken, how many
@@ -119,8 +120,10 @@ class Segment {
   // size and initialise it. The returned fd is meant to be inherited by the
   // ranks; the name is unlinked by unlink_name() once they have been spawned.
   static Segment* create(uint32_t nranks, std::string* error);
-  // Rank: map the inherited fd and check the header against what the
-  // launcher told us through the environment.
+  // Rank: map the inherited fd, check the header against what the launcher
+  // told us through the environment, and claim the rank: a second process
+  // (or thread) that inherited the same descriptor and environment is
+  // refused, so no rank ever runs twice.
   static Segment* attach(int fd, uint32_t rank, uint32_t nranks, std::string* error);
   ~Segment();
 
