@@ -29,7 +29,7 @@ const TOL_MIN = 0.05;       // the latency target's tolerance is never tighter t
 const KINDS = ['dup', 'split(rank%2,rank)', 'split(0,-rank)', 'create(group)'];
 const MODES = ['pair', 'create', 'free'];
 const POINTS = [['barrier', 0], ['allreduce', 8], ['allreduce', 1024], ['allreduce', 1048576], ['bcast', 8], ['bcast', 1048576]];
-const VARIANTS = ['world', 'dup', 'split', 'world-again', 'half'];
+const VARIANTS = ['world', 'dup', 'split', 'world-again', 'half', 'dup-2048th', 'rotating'];
 
 const usage = `usage: node bench/comms.mjs [options]
   --quick          smoke test: 2 and 4 ranks, one run, short loops (writes results/comms-partial.json)
@@ -63,8 +63,9 @@ function parseArgs(argv) {
   for (const n of o.nps) if (!Number.isInteger(n) || n < 2 || n > 64) die(`bad --np value ${n}`);
   o.runs ??= o.quick ? 1 : 5;
   if (!Number.isInteger(o.runs) || o.runs < 1) die('--runs must be a positive integer');
-  // Creation loops never go below minIters: far above the pool's 63
-  // contexts, so a communicator that is not given back makes the job fail.
+  // Creation loops never go below minIters; with the pool's capacity
+  // checked before and after them, a communicator that is not given back
+  // makes the job fail.
   o.params = o.quick
     ? { warmMs: 10, targetMs: 20, minIters: 300, maxIters: 5000, collWarmMs: 10, collTargetMs: 20 }
     : { warmMs: 50, targetMs: 150, minIters: 2000, maxIters: 20000, collWarmMs: 50, collTargetMs: 120 };
@@ -312,7 +313,7 @@ function targets(config, summary) {
     const dev = (r, v) => Math.abs(r[v].ratio - 1);
     const aa = Math.max(...rows.map((r) => dev(r, 'world-again')));
     const tol = Math.max(TOL_MIN, aa);
-    for (const v of ['split', 'dup']) {
+    for (const v of ['split', 'dup', 'dup-2048th']) {
       const worst = rows.reduce((a, r) => (dev(r, v) > dev(a, v) ? r : a));
       const failing = rows.filter((r) => dev(r, v) > tol).map((r) => `${pointName(r.coll, r.bytes)} ${fmtRatio(r[v].ratio)}`);
       out.push({
@@ -383,7 +384,7 @@ function markdown(result) {
     '  `make(); c.free()` together; *create* and *free* come from a second loop that times them',
     '  apart with a barrier in between, so each starts with the ranks in step. Iterations:',
     `  ~${p.targetMs} ms worth, at least ${p.minIters} (at most ${p.maxIters}) per loop, so every job`,
-    '  creates and frees at least 16 000 communicators through a pool of 63 contexts.',
+    '  creates and frees at least 16 000 communicators through a pool of 4095 contexts.',
     '  Before and after the loops the job holds as many dups at once as it can: the two counts must',
     '  be equal (a leaked context would fail the job). The per-rank mean is reported as the **max over ranks**. The',
     '  kinds run in an order rotated by run. Open MPI gets the same loops in C (`MPI_Comm_dup`,',
@@ -393,10 +394,12 @@ function markdown(result) {
     '  with an untimed barrier of the same communicator between calls, result checked again,',
     `  max over ranks; warm-up ${p.collWarmMs} ms and ~${p.collTargetMs} ms timed per point) for barrier,`,
     '  allreduce of 8 B, 1 KiB and 1 MiB and bcast of 8 B and 1 MiB (Float64Array, SUM, root 0)',
-    '  on five communicators: `COMM_WORLD`; `world.dup()`; `world.split(0, rank)` (same members,',
-    '  same order); `COMM_WORLD` *again* — an A/A pair that shows the noise floor; and',
+    '  on seven communicators: `COMM_WORLD`; `world.dup()`; `world.split(0, rank)` (same members,',
+    '  same order); `COMM_WORLD` *again* — an A/A pair that shows the noise floor;',
     '  `world.split(rank % 2, rank)` for reference (both halves run at once; the max over both is',
-    '  shown; at 2 ranks each half is a single rank). The variants of a point run one after',
+    '  shown; at 2 ranks each half is a single rank); the 2048th of 2048 dups alive at once, each',
+    '  used once before; and *rotating*: every call on the next of those 2048 (so every call finds',
+    '  its communicator\'s slot set given to another and binds one again). The variants of a point run one after',
     '  another in the same process, in an order rotated by point and by run, after an untimed',
     '  warm-up pass on `COMM_WORLD`. Ratios are taken per run (both sides from the same job) against',
     '  the mean of the run\'s two `COMM_WORLD` samples, then the median over runs.', '');
@@ -412,7 +415,7 @@ function markdown(result) {
     'so does Open MPI under `--oversubscribe`) and far noisier.', '');
 
   L.push('### Targets', '');
-  L.push('Collectives on a split or dup communicator as fast as on `COMM_WORLD`, within noise:',
+  L.push('Collectives on a split or dup communicator, and on the 2048th communicator alive, as fast as on `COMM_WORLD`, within noise:',
     'for every point, the median over runs of the ratio variant / `COMM_WORLD` (the mean of the',
     'two `COMM_WORLD` samples of that run) within ± the tolerance, which is the largest A/A gap',
     '(median of `COMM_WORLD` again / `COMM_WORLD`) over the points at that world size, or 5 %,',
@@ -420,7 +423,7 @@ function markdown(result) {
   L.push('| ranks | communicator | tolerance (A/A noise) | worst gap | median ratio over the points (A/A) | met | points outside |');
   L.push('|--:|---|--:|--:|--:|---|---|');
   for (const t of result.targets) {
-    L.push(`| ${t.np} | ${t.variant === 'split' ? '`split(0, rank)`' : '`dup()`'} | ±${pct(t.tolerance)} (${pct(t.aaNoise)}) | ` +
+    L.push(`| ${t.np} | ${{ split: '`split(0, rank)`', dup: '`dup()`', 'dup-2048th': 'the 2048th `dup()`' }[t.variant]} | ±${pct(t.tolerance)} (${pct(t.aaNoise)}) | ` +
       `${pct(t.worst)} (${t.worstPoint}) | ${fmtRatio(t.medianRatio)} (${fmtRatio(t.medianAaRatio)}) | ${t.met ? 'yes' : '**no**'} | ${t.failing.join('; ')} |`);
   }
   L.push('');
@@ -429,7 +432,7 @@ function markdown(result) {
     const worstOf = (list) => list.reduce((a, t) => (t.worst > a.worst ? t : a));
     const w = worstOf(tg), aaMax = Math.max(...tg.map((t) => t.aaNoise));
     const at = (np) => tg.filter((t) => t.np === np);
-    L.push(`In words: over ${config.nps.join(', ')} ranks, every point of \`dup()\` and \`split(0, rank)\` is within ` +
+    L.push(`In words: over ${config.nps.join(', ')} ranks, every point of \`dup()\`, \`split(0, rank)\` and the 2048th dup is within ` +
       `${pct(w.worst)} of \`COMM_WORLD\` (worst: ${w.variant} ${w.worstPoint} at ${w.np} ranks), while \`COMM_WORLD\` measured twice ` +
       `differs by up to ${pct(aaMax)}; the median ratio over the points is ` +
       `${config.nps.map((np) => `${at(np).map((t) => `${t.variant} ${fmtRatio(t.medianRatio)}`).join(', ')} at ${np} ranks`).join('; ')}. ` +
@@ -464,12 +467,13 @@ function markdown(result) {
     const rows = summary.latency.filter((r) => r.np === np);
     if (!rows.length) continue;
     L.push(`**${np} ranks**${np > ncpu ? ' (oversubscribed)' : ''}; half-size split: communicators of ${rows[0].halfSizes.join(' and ')} rank(s):`, '');
-    L.push('| collective | size | COMM_WORLD | dup | split(0, rank) | COMM_WORLD again | dup / world | split / world | A/A | half split | half / world |');
-    L.push('|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
+    L.push('| collective | size | COMM_WORLD | dup | split(0, rank) | COMM_WORLD again | dup / world | split / world | A/A | half split | half / world | 2048th dup | 2048th / world | rotating over 2048 | rotating / world |');
+    L.push('|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
     for (const r of rows) {
       L.push(`| ${r.coll} | ${fmtSize(r.bytes)} | ${fmtUs(r.world.median_us)} | ${fmtUs(r.dup.median_us)} | ${fmtUs(r.split.median_us)} | ` +
         `${fmtUs(r['world-again'].median_us)} | ${fmtRatio(r.dup.ratio)} | ${fmtRatio(r.split.ratio)} | ${fmtRatio(r['world-again'].ratio)} | ` +
-        `${fmtUs(r.half.median_us)} | ${fmtRatio(r.half.ratio)} |`);
+        `${fmtUs(r.half.median_us)} | ${fmtRatio(r.half.ratio)} | ${fmtUs(r['dup-2048th'].median_us)} | ${fmtRatio(r['dup-2048th'].ratio)} | ` +
+        `${fmtUs(r.rotating.median_us)} | ${fmtRatio(r.rotating.ratio)} |`);
     }
     L.push('');
   }

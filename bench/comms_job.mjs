@@ -15,8 +15,8 @@
 //   4. "create" and "free" apart: M' iterations of [timed: create] [barrier]
 //      [timed: free] [barrier], so that each starts with the ranks in step;
 //   5. per-rank mean, reported as the max over ranks (min and mean kept).
-// M defaults to 2000: far more than the 63 contexts of the pool, so a
-// communicator that did not go back to the pool makes the loop fail.
+// M defaults to 2000; with the pool-capacity checks before and after, a
+// communicator that did not go back to the pool makes the job fail.
 // "pool": as many dups held at once as the pool allows (all freed, then one
 // more dup), before and after the loops: thousands of create/free cycles
 // must leave the capacity unchanged.
@@ -24,8 +24,10 @@
 // Latency: the sweep of bench/lib/sweep.mjs (OSU style, results checked
 // exactly) per point on COMM_WORLD, on world.dup(), on world.split(0, rank)
 // (same members, same order), on COMM_WORLD again (an A/A pair that shows
-// the noise floor) and on world.split(rank % 2, rank) for reference (two
-// halves running at once; at 2 ranks each half is a single rank). Variants
+// the noise floor), on world.split(rank % 2, rank) for reference (two
+// halves running at once; at 2 ranks each half is a single rank), on the
+// 2048th of 2048 live dups, and rotating over those 2048 (each call on the
+// next one). Variants
 // run interleaved per point, in an order rotated by point and by --run, so
 // drift in the machine's load spreads over all of them.
 import { performance } from 'node:perf_hooks';
@@ -180,6 +182,20 @@ function implOf(c) {
   };
 }
 
+// Every call on the next of `comms`, in turn: with more communicators than
+// a rank keeps slot sets warm for, each call binds one again.
+function rotating(comms) {
+  let i = 0;
+  const next = () => comms[i++ % comms.length];
+  return {
+    rank, size: n, sync: true,
+    barrier: () => world.barrier(),
+    bcast: (buf) => next().bcast(buf, 0),
+    allreduce: (send, recv) => next().allreduce(send, recv, SUM),
+    gather: (send, recv) => next().gather(send, recv, 0),
+  };
+}
+
 async function latency() {
   const dup = world.dup();
   const same = world.split(0, rank);
@@ -187,9 +203,16 @@ async function latency() {
   if (same.compare(world) !== mpi.CONGRUENT || dup.compare(world) !== mpi.CONGRUENT) {
     throw new Error('WRONG RESULT: the dup or the split(0, rank) is not congruent with COMM_WORLD');
   }
+  // 2047 communicators alive and each used once, then a 2048th.
+  const crowd = range(2047).map(() => world.dup());
+  for (const c of crowd) c.allreduce(Float64Array.of(1), new Float64Array(1), SUM);
+  const late = world.dup();
+  crowd.push(late);
   const variants = [
-    ['world', world], ['dup', dup], ['split', same], ['world-again', world], ['half', half],
+    ['world', world], ['dup', dup], ['split', same], ['world-again', world], ['half', half], ['dup-2048th', late],
+    ['rotating', null],
   ];
+  const implFor = (variant, c) => (variant === 'rotating' ? rotating(crowd) : implOf(c));
   const sweepOpts = (coll, bytes, warmMs, targetMs) => ({
     colls: [coll], sizes: [bytes], warmMs, firstWarmMs: warmMs, targetMs,
     maxWarm: 1000000, minIters: 2, maxIters: 200000,
@@ -204,13 +227,13 @@ async function latency() {
     const rot = (p + opts.run) % variants.length;
     for (const [variant, c] of [...variants.slice(rot), ...variants.slice(0, rot)]) {
       world.barrier();
-      const extra = variant === 'half' ? { color: rank % 2, commSize: c.size } : { commSize: c.size };
-      await runSweep(implOf(c), sweepOpts(coll, bytes, opts.collWarmMs, opts.collTargetMs),
+      const extra = variant === 'half' ? { color: rank % 2, commSize: c.size } : { commSize: n };
+      await runSweep(implFor(variant, c), sweepOpts(coll, bytes, opts.collWarmMs, opts.collTargetMs),
         (r) => emit({ section: 'latency', variant, ...extra, ...r }), `nodempi rank ${rank} ${variant}`);
     }
   }
   world.barrier();
-  for (const c of [dup, same, half]) c.free();
+  for (const c of [dup, same, half, ...crowd]) c.free();
 }
 
 try {
