@@ -18,6 +18,8 @@ void SetErrorFactory(const Napi::CallbackInfo& info) {
   State::of(info.Env()).make_error = Napi::Persistent(info[0].As<Napi::Function>());
 }
 
+void on_teardown(void* arg);
+
 // init(rank, size, fd): fd < 0 means a singleton (no launcher). Returns
 // nothing; the TS layer already knows rank and size.
 void Init(const Napi::CallbackInfo& info) {
@@ -41,22 +43,62 @@ void Init(const Napi::CallbackInfo& info) {
   st.contexts.emplace_back(new coll::Context(st.segment.get(), 0, rank, world));
   st.contexts.emplace_back(new coll::Context(nullptr, 0, 0, std::vector<uint32_t>{rank}));
   st.initialized = true;
+  // Runs before the environment's instance data (and with it the segment)
+  // is deleted: cleanup hooks run newest first.
+  napi_add_env_cleanup_hook(env, on_teardown, static_cast<napi_env>(env));
 }
 
-void Finalize(const Napi::CallbackInfo& info) {
-  State& st = State::of(info.Env());
-  destroy_progress(info.Env());
+// How long operations still running on progress threads when this rank lets
+// go of the job get to finish on their own, and then, once the job is
+// marked failed, to unwind (a waiting thread looks at the job's state every
+// ~20 ms).
+constexpr long kSettleMs = 100;
+constexpr long kUnwindMs = 2000;
+
+// Finalize, at exit, or when this rank's environment is torn down without
+// it (a worker-thread rank ended by terminate(), or by its process exiting).
+// A nonblocking or persistent operation still running reads and writes the
+// segment, this rank's contexts and its users' buffers, which all go away
+// next (a worker's buffers with its heap): it must be over first. One that
+// does not finish at once waits for ranks, this one among them, that will
+// never take part; marking the job failed ends its waits, as the launcher
+// would once this rank has gone. (failed_rank stays -1: the launcher reads
+// a rank there as a call to abort().)
+void release_job(Napi::Env env) {
+  State& st = State::of(env);
+  if (!settle_progress(env, kSettleMs) && st.segment) {
+    transport::Header* h = st.segment->header();
+    if (!h->failed.load(std::memory_order_acquire)) {
+      h->failed_rank.store(-1, std::memory_order_relaxed);
+      h->failed.store(1, std::memory_order_release);
+    }
+    settle_progress(env, kUnwindMs);
+  }
+  destroy_progress(env);
   st.replays.calls.clear();
   st.finalized = true;
   if (st.keep_segment) {
-    // A progress thread still runs a collective over these; the process is
-    // ending, so leave them to it.
+    // A progress thread still runs a collective over these even now (say,
+    // waiting for a JavaScript call the main thread will not make); the
+    // process or the thread is ending, so leave them to it.
     for (auto& c : st.contexts) c.release();
     st.segment.release();
     return;
   }
   st.contexts.clear();
   st.segment.reset();
+}
+
+void on_teardown(void* arg) {
+  Napi::Env env(static_cast<napi_env>(arg));
+  State& st = State::of(env);
+  if (st.initialized && !st.finalized) release_job(env);
+}
+
+void Finalize(const Napi::CallbackInfo& info) {
+  State& st = State::of(info.Env());
+  if (st.finalized) return;
+  release_job(info.Env());
 }
 
 // abort(): marks the job failed, so peers blocked in a collective stop
