@@ -9,12 +9,19 @@
  *     unlinks the name at once, so /dev/shm holds it for microseconds and
  *     nothing can outlive the job, even if every process is SIGKILLed.
  *  2. Each rank is spawned in its own session (so its process group can be
- *     signalled as a whole) with the descriptor as fd 3.
- *  3. A tiny `sh` watchdog, in a session of its own, is told every rank's
- *     process group. If the launcher dies without saying goodbye (SIGKILL,
- *     a crash), its pipe closes and the watchdog ends the ranks: SIGTERM,
- *     then SIGKILL a second later.
- *     (NODEMPI_WATCHDOG=0 turns it off, for tests.)
+ *     signalled as a whole) with the descriptor as fd 3, and this process's
+ *     pid as NODEMPI_LAUNCHER_PID.
+ *  3. If the launcher dies without saying goodbye (SIGKILL, a crash), its
+ *     ranks die with it, twice over:
+ *     - a rank that is its child asks the kernel, as it loads nodempi, for
+ *       SIGKILL when its parent ends (PR_SET_PDEATHSIG; lib/runtime.ts);
+ *       one that finds the launcher already gone ends itself;
+ *     - a tiny `sh` watchdog, in a session of its own, is told every rank's
+ *       process group; when the launcher's pipe to it closes, it ends those
+ *       groups: SIGTERM, then SIGKILL a second later. That
+ *       covers ranks under `-- CMD` that are not its children, ranks that
+ *       never load nodempi, and what ranks start.
+ *     (NODEMPI_WATCHDOG=0 turns the watchdog off, for tests.)
  *  4. Each rank's end is written to the segment header (segmentExited), so
  *     ranks waiting on it stop with ERR_PROC_FAILED. The first rank to fail
  *     is named on one line; the others get a grace period to end on their
@@ -260,6 +267,8 @@ class Job {
       NODEMPI_RANK: String(r),
       NODEMPI_SIZE: String(this.#np),
       NODEMPI_FD: String(fd),
+      // Ranks die with this process (lib/runtime.ts).
+      NODEMPI_LAUNCHER_PID: String(process.pid),
     };
   }
 

@@ -1,7 +1,12 @@
-// init / finalize / abort and the error factory.
+// init / finalize / abort, the error factory, and a rank's tie to its
+// launcher.
+#include <errno.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "core/coll/direct.h"
@@ -116,6 +121,37 @@ void Abort(const Napi::CallbackInfo& info) {
   }
 }
 
+// True when `pid` has ended: no such process, or a zombie its parent has
+// not reaped yet.
+bool process_ended(pid_t pid) {
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z';
+}
+
+// watchLauncher(pid): ties this rank's life to its launcher's, as soon as
+// the addon loads (a rank busy outside MPI never looks at the launcher
+// otherwise). A rank the launcher started itself gets SIGKILL from the
+// kernel when the launcher ends, however it ends (PR_SET_PDEATHSIG); the
+// launcher may have ended before that was set, which a changed parent
+// shows. A process further down (a rank under `-- CMD`, or something a
+// rank started) is left to the launcher's watchdog, which ends the ranks'
+// process groups, unless the launcher is already gone: then the job is over.
+// Nothing happens in the launcher's own process (thread mode).
+void WatchLauncher(const Napi::CallbackInfo& info) {
+  const pid_t launcher = pid_t(info[0].As<Napi::Number>().Int32Value());
+  if (launcher <= 0 || launcher == getpid()) return;
+  if (getppid() == launcher) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (getppid() == launcher) return;
+  } else if (!process_ended(launcher)) {
+    return;
+  }
+  kill(getpid(), SIGKILL);
+}
+
 Napi::Value KernelIsa(const Napi::CallbackInfo& info) {
   return Napi::String::New(info.Env(), kernels::active_isa());
 }
@@ -136,6 +172,7 @@ void register_runtime(Napi::Env env, Napi::Object exports) {
   exports.Set("init", Napi::Function::New(env, Init, "init"));
   exports.Set("finalize", Napi::Function::New(env, Finalize, "finalize"));
   exports.Set("abort", Napi::Function::New(env, Abort, "abort"));
+  exports.Set("watchLauncher", Napi::Function::New(env, WatchLauncher, "watchLauncher"));
   exports.Set("kernelIsa", Napi::Function::New(env, KernelIsa, "kernelIsa"));
   exports.Set("selectKernelIsa", Napi::Function::New(env, SelectKernelIsa, "selectKernelIsa"));
   exports.Set("singleCopies", Napi::Function::New(env, SingleCopies, "singleCopies"));
