@@ -9,17 +9,26 @@
  *     unlinks the name at once, so /dev/shm holds it for microseconds and
  *     nothing can outlive the job, even if every process is SIGKILLed.
  *  2. Each rank is spawned in its own session (so its process group can be
- *     signalled as a whole) with the descriptor as fd 3.
- *  3. A tiny `sh` watchdog, in a session of its own, is told every rank's
- *     process group. If the launcher dies without saying goodbye (SIGKILL,
- *     a crash), its pipe closes and the watchdog ends the ranks: SIGTERM,
- *     then SIGKILL a second later.
- *     (NODEMPI_WATCHDOG=0 turns it off, for tests.)
+ *     signalled as a whole) with the descriptor as fd 3, and this process's
+ *     pid as NODEMPI_LAUNCHER_PID.
+ *  3. If the launcher dies without saying goodbye (SIGKILL, a crash), its
+ *     ranks die with it, twice over:
+ *     - a rank that is its child asks the kernel, as it loads nodempi, for
+ *       SIGKILL when its parent ends (PR_SET_PDEATHSIG; lib/runtime.ts);
+ *       one that finds the launcher already gone ends itself;
+ *     - a tiny `sh` watchdog, in a session of its own, is told every rank's
+ *       process group; when the launcher's pipe to it closes, it ends those
+ *       groups: SIGTERM (and SIGCONT), then SIGKILL a second later. That
+ *       covers ranks under `-- CMD` that are not its children, ranks that
+ *       never load nodempi, and what ranks start.
+ *     (NODEMPI_WATCHDOG=0 turns the watchdog off, for tests.)
  *  4. Each rank's end is written to the segment header (segmentExited), so
  *     ranks waiting on it stop with ERR_PROC_FAILED. The first rank to fail
  *     is named on one line; the others get a grace period to end on their
  *     own, then SIGTERM, then SIGKILL. A rank that called abort() is found
- *     in the header and named instead of the ranks its abort() ended.
+ *     in the header and named instead of the ranks its abort() ended. A
+ *     timeout ends the job the same way, naming any rank that is stopped.
+ *     Every SIGTERM comes with a SIGCONT, so a stopped rank acts on it.
  *  5. When the last rank has ended, whatever is left in the ranks' process
  *     groups gets SIGTERM, and the relay stops waiting for their output
  *     after DRAIN_MS.
@@ -30,7 +39,7 @@
  * collective (THREAD_UNWIND_MS).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, fstatSync } from 'node:fs';
+import { closeSync, fstatSync, readFileSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { resolve as resolvePath } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
@@ -158,7 +167,7 @@ while IFS= read -r l; do
   esac
 done
 [ -n "$pids" ] || exit 0
-for p in $pids; do kill -TERM -$p 2>/dev/null; done
+for p in $pids; do kill -TERM -$p 2>/dev/null; kill -CONT -$p 2>/dev/null; done
 sleep 1
 for p in $pids; do kill -KILL -$p 2>/dev/null; done
 exit 0`;
@@ -260,6 +269,8 @@ class Job {
       NODEMPI_RANK: String(r),
       NODEMPI_SIZE: String(this.#np),
       NODEMPI_FD: String(fd),
+      // Ranks die with this process (lib/runtime.ts).
+      NODEMPI_LAUNCHER_PID: String(process.pid),
     };
   }
 
@@ -310,9 +321,11 @@ class Job {
       pid,
       kill: (sig) => {
         if (pid === undefined) return;
-        // The whole process group: the rank and whatever it started.
+        // The whole process group: the rank and whatever it started. A
+        // stopped process acts on no signal but SIGKILL until continued.
         try {
           process.kill(-pid, sig);
+          if (sig !== 'SIGKILL') process.kill(-pid, 'SIGCONT');
         } catch {
           try { child.kill(sig); } catch { /* already gone */ }
         }
@@ -465,24 +478,52 @@ class Job {
   // itself, which is on its way out with its own code, gets the full grace.
   #fail(r: number, grace: boolean): void {
     if (this.#ending) return;
-    this.#ending = true;
     this.#failedRank = r;
+    this.#windDown(grace ? -1 : r);
+  }
+
+  /**
+   * Ends the job: every rank but `spare` gets SIGTERM after the grace period
+   * (none when `spare` is given, an aborting rank on its way out), then
+   * `spare` too, then SIGKILL for what is left.
+   */
+  #windDown(spare: number): void {
+    this.#ending = true;
     const fullGrace = this.#o.graceMs ?? 1000;
-    let graceMs = grace ? fullGrace : 0;
+    let graceMs = spare < 0 ? fullGrace : 0;
     if (this.#o.mode === 'thread') graceMs = Math.max(graceMs, THREAD_UNWIND_MS);
-    this.#timers.push(setTimeout(() => this.#killAll('SIGTERM', grace ? -1 : r), graceMs));
-    if (!grace) this.#timers.push(setTimeout(() => this.#killAll('SIGTERM'), Math.max(graceMs, fullGrace)));
+    this.#timers.push(setTimeout(() => this.#killAll('SIGTERM', spare), graceMs));
+    if (spare >= 0) this.#timers.push(setTimeout(() => this.#killAll('SIGTERM'), Math.max(graceMs, fullGrace)));
     this.#timers.push(setTimeout(() => this.#killAll('SIGKILL'), Math.max(graceMs, fullGrace) + KILL_AFTER_MS));
   }
 
   #onTimeout(): void {
     // A job already being ended for a failure keeps that failure's status.
     if (this.#running === 0 || this.#ending) return;
-    this.#log(`nodempi: the job ran past its timeout of ${this.#o.timeout} s; ending it`);
+    // A stopped rank (SIGSTOP, a debugger) is the likely cause: name it.
+    const stopped = this.#stoppedRanks();
+    const why = stopped.length === 0 ? ''
+      : stopped.length === 1 ? ` (rank ${stopped[0]} is stopped)` : ` (ranks ${stopped.join(', ')} are stopped)`;
+    this.#log(`nodempi: the job ran past its timeout of ${this.#o.timeout} s${why}; ending it`);
     this.#timedOut = true;
-    this.#ending = true;
+    // Ranks waiting in MPI stop with ERR_PROC_FAILED and, as after a
+    // failure, get the grace period to end on their own.
     native.segmentFail(this.#segment);
-    this.#endAll('SIGTERM');
+    this.#windDown(-1);
+  }
+
+  /** Ranks (process mode) whose process is stopped by a signal or a tracer. */
+  #stoppedRanks(): number[] {
+    const stopped: number[] = [];
+    this.#ranks.forEach((rank, r) => {
+      if (this.#exitCodes[r] !== -1 || rank.pid === undefined) return;
+      try {
+        const stat = readFileSync(`/proc/${rank.pid}/stat`, 'utf8');
+        const state = stat[stat.lastIndexOf(')') + 2];
+        if (state === 'T' || state === 't') stopped.push(r);
+      } catch { /* gone, or no /proc */ }
+    });
+    return stopped;
   }
 
   /** Marks nothing; sends `signal` now (after the unwind pause in thread mode), SIGKILL later. */
@@ -492,14 +533,22 @@ class Job {
     this.#timers.push(setTimeout(() => this.#killAll('SIGKILL'), KILL_AFTER_MS));
   }
 
-  /** Ends every rank (the CLI calls this on SIGINT/SIGTERM); a second call kills at once. */
-  terminate(signal: NodeJS.Signals): void {
+  /**
+   * Ends every rank with `signal` (the CLI calls this on SIGINT, SIGTERM,
+   * SIGHUP, naming what it `received` on one line); a second call kills at
+   * once.
+   */
+  terminate(signal: NodeJS.Signals, received?: NodeJS.Signals): void {
     if (this.#finished) return;
     const again = this.#ending;
     this.#ending = true;
     native.segmentFail(this.#segment);
-    if (again) this.#killAll('SIGKILL');
-    else this.#endAll(signal);
+    if (again) {
+      this.#killAll('SIGKILL');
+      return;
+    }
+    if (received) this.#log(`nodempi: received ${received}; ending the job`);
+    this.#endAll(signal);
   }
 
   /** Sends `signal` to every rank still running, but `spare`. */
@@ -571,7 +620,7 @@ export function launchWithSignals(options: LaunchOptions): Promise<LaunchResult>
     return Promise.reject(err);
   }
   const onSignal = (sig: NodeJS.Signals) => {
-    job.terminate(sig === 'SIGINT' ? 'SIGTERM' : sig);
+    job.terminate(sig === 'SIGINT' ? 'SIGTERM' : sig, sig);
     process.exitCode = 128 + signalNumber(sig);
   };
   const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];

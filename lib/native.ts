@@ -23,6 +23,12 @@ export interface NativeAddon {
   finalize(): void;
   /** Mark the job failed and signal the other ranks; the caller then exits. */
   abort(): void;
+  /**
+   * Ties this process to the launcher `pid` of its job: SIGKILL when the
+   * launcher ends if it is the parent (PR_SET_PDEATHSIG), SIGKILL at once
+   * if the launcher is already gone; nothing in the launcher itself.
+   */
+  watchLauncher(pid: number): void;
   kernelIsa(): string;
   selectKernelIsa(name: string): boolean;
   /** Calls this process ended by direct copies between processes (for tests). */

@@ -12,6 +12,13 @@ let finalized = false;
 
 native.setErrorFactory((errorClass, message, cause) => MPIError.fromClass(errorClass, message, cause));
 
+// A rank dies with its launcher from the moment it loads nodempi, whether or
+// not it ever calls into MPI (a rank busy in a loop would not notice).
+{
+  const launcher = Number(process.env.NODEMPI_LAUNCHER_PID);
+  if (process.env.NODEMPI_SIZE !== undefined && Number.isInteger(launcher) && launcher > 0) native.watchLauncher(launcher);
+}
+
 /** The rank, size and segment descriptor the launcher passed, or a singleton. */
 export function jobEnvironment(env: NodeJS.ProcessEnv = process.env): { rank: number; size: number; fd: number } {
   const size = env.NODEMPI_SIZE;

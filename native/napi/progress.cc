@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -327,6 +328,25 @@ void destroy_progress(Napi::Env env) {
   p->lanes.clear();
   delete p;
   st.progress = nullptr;
+}
+
+bool settle_progress(Napi::Env env, long timeout_ms) {
+  Progress* p = State::of(env).progress;
+  if (!p) return true;
+  for (auto& lane : p->lanes) {
+    if (lane) lane->kick();
+  }
+  p->unkicked = false;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    uint32_t seen = p->signal.value();
+    bool busy = false;
+    for (auto& lane : p->lanes) busy = busy || (lane && lane->busy());
+    if (!busy) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    // Raised at every completion; the timeout bounds a missed one.
+    p->signal.wait(seen, 5 * 1000 * 1000);
+  }
 }
 
 namespace {

@@ -81,6 +81,11 @@ void run_on_main(Progress* p, std::function<void()> fn);
 // Releases the engine at finalize. Lanes with operations still in flight
 // are left running (the process is ending; joining them could hang).
 void destroy_progress(Napi::Env env);
+// Wakes every lane that holds operations not yet started and waits up to
+// `timeout_ms` for all of them to have nothing queued or running. True when
+// the engine is idle (or was never created). Runs no JavaScript, so it may
+// be called while the environment is being torn down.
+bool settle_progress(Napi::Env env, long timeout_ms);
 // Waits until every queued operation of communicator `comm` has completed
 // (main thread), then retires its lane.
 void retire_lane(Napi::Env env, uint32_t comm);

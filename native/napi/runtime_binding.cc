@@ -1,7 +1,12 @@
-// init / finalize / abort and the error factory.
+// init / finalize / abort, the error factory, and a rank's tie to its
+// launcher.
+#include <errno.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "core/coll/direct.h"
@@ -17,6 +22,8 @@ namespace {
 void SetErrorFactory(const Napi::CallbackInfo& info) {
   State::of(info.Env()).make_error = Napi::Persistent(info[0].As<Napi::Function>());
 }
+
+void on_teardown(void* arg);
 
 // init(rank, size, fd): fd < 0 means a singleton (no launcher). Returns
 // nothing; the TS layer already knows rank and size.
@@ -41,22 +48,62 @@ void Init(const Napi::CallbackInfo& info) {
   st.contexts.emplace_back(new coll::Context(st.segment.get(), 0, rank, world));
   st.contexts.emplace_back(new coll::Context(nullptr, 0, 0, std::vector<uint32_t>{rank}));
   st.initialized = true;
+  // Runs before the environment's instance data (and with it the segment)
+  // is deleted: cleanup hooks run newest first.
+  napi_add_env_cleanup_hook(env, on_teardown, static_cast<napi_env>(env));
 }
 
-void Finalize(const Napi::CallbackInfo& info) {
-  State& st = State::of(info.Env());
-  destroy_progress(info.Env());
+// How long operations still running on progress threads when this rank lets
+// go of the job get to finish on their own, and then, once the job is
+// marked failed, to unwind (a waiting thread looks at the job's state every
+// ~20 ms).
+constexpr long kSettleMs = 100;
+constexpr long kUnwindMs = 2000;
+
+// Finalize, at exit, or when this rank's environment is torn down without
+// it (a worker-thread rank ended by terminate(), or by its process exiting).
+// A nonblocking or persistent operation still running reads and writes the
+// segment, this rank's contexts and its users' buffers, which all go away
+// next (a worker's buffers with its heap): it must be over first. One that
+// does not finish at once waits for ranks, this one among them, that will
+// never take part; marking the job failed ends its waits, as the launcher
+// would once this rank has gone. (failed_rank stays -1: the launcher reads
+// a rank there as a call to abort().)
+void release_job(Napi::Env env) {
+  State& st = State::of(env);
+  if (!settle_progress(env, kSettleMs) && st.segment) {
+    transport::Header* h = st.segment->header();
+    if (!h->failed.load(std::memory_order_acquire)) {
+      h->failed_rank.store(-1, std::memory_order_relaxed);
+      h->failed.store(1, std::memory_order_release);
+    }
+    settle_progress(env, kUnwindMs);
+  }
+  destroy_progress(env);
   st.replays.calls.clear();
   st.finalized = true;
   if (st.keep_segment) {
-    // A progress thread still runs a collective over these; the process is
-    // ending, so leave them to it.
+    // A progress thread still runs a collective over these even now (say,
+    // waiting for a JavaScript call the main thread will not make); the
+    // process or the thread is ending, so leave them to it.
     for (auto& c : st.contexts) c.release();
     st.segment.release();
     return;
   }
   st.contexts.clear();
   st.segment.reset();
+}
+
+void on_teardown(void* arg) {
+  Napi::Env env(static_cast<napi_env>(arg));
+  State& st = State::of(env);
+  if (st.initialized && !st.finalized) release_job(env);
+}
+
+void Finalize(const Napi::CallbackInfo& info) {
+  State& st = State::of(info.Env());
+  if (st.finalized) return;
+  release_job(info.Env());
 }
 
 // abort(): marks the job failed, so peers blocked in a collective stop
@@ -72,6 +119,37 @@ void Abort(const Napi::CallbackInfo& info) {
     // In thread mode every rank shares this process: the launcher ends them.
     if (r != st.world_rank && pid > 0 && pid != getpid()) kill(pid, SIGTERM);
   }
+}
+
+// True when `pid` has ended: no such process, or a zombie its parent has
+// not reaped yet.
+bool process_ended(pid_t pid) {
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z';
+}
+
+// watchLauncher(pid): ties this rank's life to its launcher's, as soon as
+// the addon loads (a rank busy outside MPI never looks at the launcher
+// otherwise). A rank the launcher started itself gets SIGKILL from the
+// kernel when the launcher ends, however it ends (PR_SET_PDEATHSIG); the
+// launcher may have ended before that was set, which a changed parent
+// shows. A process further down (a rank under `-- CMD`, or something a
+// rank started) is left to the launcher's watchdog, which ends the ranks'
+// process groups, unless the launcher is already gone: then the job is over.
+// Nothing happens in the launcher's own process (thread mode).
+void WatchLauncher(const Napi::CallbackInfo& info) {
+  const pid_t launcher = pid_t(info[0].As<Napi::Number>().Int32Value());
+  if (launcher <= 0 || launcher == getpid()) return;
+  if (getppid() == launcher) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (getppid() == launcher) return;
+  } else if (!process_ended(launcher)) {
+    return;
+  }
+  kill(getpid(), SIGKILL);
 }
 
 Napi::Value KernelIsa(const Napi::CallbackInfo& info) {
@@ -94,6 +172,7 @@ void register_runtime(Napi::Env env, Napi::Object exports) {
   exports.Set("init", Napi::Function::New(env, Init, "init"));
   exports.Set("finalize", Napi::Function::New(env, Finalize, "finalize"));
   exports.Set("abort", Napi::Function::New(env, Abort, "abort"));
+  exports.Set("watchLauncher", Napi::Function::New(env, WatchLauncher, "watchLauncher"));
   exports.Set("kernelIsa", Napi::Function::New(env, KernelIsa, "kernelIsa"));
   exports.Set("selectKernelIsa", Napi::Function::New(env, SelectKernelIsa, "selectKernelIsa"));
   exports.Set("singleCopies", Napi::Function::New(env, SingleCopies, "singleCopies"));

@@ -1,16 +1,13 @@
 /**
- * The `nodempi` command's exit paths: normal ends, failing ranks (exit code,
- * uncaught exception, SIGKILL), the `-- CMD` form, output tagging, the
- * environment each rank sees, signals to the launcher, --timeout and bad
- * usage. Every job is checked for leftovers: no new /dev/shm segment and
- * no surviving rank process.
+ * The `nodempi` command's exit paths: normal ends, a lone failing rank, the
+ * `-- CMD` form, output tagging, the environment each rank sees, --timeout
+ * and bad usage. Every job is checked for leftovers: no new /dev/shm segment
+ * and no surviving rank process. Failing ranks and signals to the launcher,
+ * at 2 and 8 ranks and in both modes, are in faults.test.ts.
  */
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import {
-  expectClean, explain, fixtures, nodempi, rankJob, rankLines, rankPids, reap, scratch, shmNames, start, cli, until,
-  rankScript,
-} from './util.js';
+import { expectClean, explain, fixtures, nodempi, rankJob, rankLines, rankPids, reap, scratch, shmNames } from './util.js';
 
 describe('normal end', () => {
   test.concurrent.each([1, 2, 3, 4])('np %i: every rank exits 0, launcher exits 0, each rank sees NODEMPI_RANK/NODEMPI_SIZE', async (np) => {
@@ -78,32 +75,15 @@ describe('output and input', () => {
 });
 
 describe('a failing rank', () => {
-  // Each case: world size, failing rank, how it fails, what the others do,
-  // the expected launcher status and what the one line must say.
-  const cases: [number, number, string, string, number, RegExp][] = [
-    [2, 1, 'exit:3', 'barrier', 3, /^nodempi: rank 1 exited with code 3\b/],
-    [3, 0, 'exit:3', 'loop', 3, /^nodempi: rank 0 exited with code 3\b/],
-    [4, 2, 'exit:3', 'sleep', 3, /^nodempi: rank 2 exited with code 3\b/],
-    [1, 0, 'exit:3', 'none', 3, /^nodempi: rank 0 exited with code 3\b/],
-    [3, 1, 'throw', 'barrier', 1, /^nodempi: rank 1 exited with code 1\b/],
-    [2, 0, 'throw', 'sleep', 1, /^nodempi: rank 0 exited with code 1\b/],
-    [3, 2, 'sigkill', 'allreduce', 137, /^nodempi: rank 2 was killed by signal SIGKILL\b/],
-    [4, 1, 'sigkill', 'loop', 137, /^nodempi: rank 1 was killed by signal SIGKILL\b/],
-    [2, 1, 'sigterm', 'sleep', 143, /^nodempi: rank 1 was killed by signal SIGTERM\b/],
-  ];
-  test.each(cases)('np %i: rank %i %s while the others %s -> status %i, one line, others ended', async (np, fail, how, others, status, line) => {
+  // Failing ranks at 2 and 8 ranks, in every way, are in faults.test.ts.
+  test('np 1: a lone rank that exits 3 -> status 3, one line, nothing left', async () => {
     const s = scratch();
     const before = shmNames();
     try {
-      const r = await rankJob(np, ['--fail', String(fail), '--how', how, '--others', others, '--dir', s.dir]);
-      expect(r.hung, explain(r)).toBe(false);
-      expect(r.status, explain(r)).toBe(status);
-      const lines = rankLines(r.stderr);
-      expect(lines, explain(r)).toHaveLength(1);
-      expect(lines[0]).toMatch(line);
-      // Ranks in a busy loop or a sleep are ended after the 1 s grace period.
-      expect(r.ms, explain(r)).toBeLessThan(10_000);
-      expect(rankPids(s.dir).size).toBe(np);
+      const r = await rankJob(1, ['--fail', '0', '--how', 'exit:3', '--others', 'none', '--dir', s.dir]);
+      expect(r.status, explain(r)).toBe(3);
+      expect(rankLines(r.stderr), explain(r)).toEqual(['nodempi: rank 0 exited with code 3; ending the job']);
+      expect(rankPids(s.dir).size).toBe(1);
       expect(await expectClean(before, s.dir, 1000)).toEqual({ leaked: [], left: [] });
     } finally {
       reap(rankPids(s.dir).values());
@@ -142,59 +122,13 @@ describe('the -- CMD form', () => {
   });
 });
 
-describe('signals to the launcher', () => {
-  test.each([
-    ['SIGTERM', 143, 'sleep'],
-    ['SIGINT', 130, 'loop'],
-    ['SIGTERM', 143, 'barrier'],
-    ['SIGHUP', 129, 'sleep'],
-  ] as const)('%s: the launcher exits %i and ends every rank (others: %s)', async (sig, status, others) => {
-    const np = 3;
-    const s = scratch();
-    const before = shmNames();
-    try {
-      // Rank 0 hangs outside MPI, so ranks in a barrier wait for it.
-      const job = start(process.execPath, [cli, '-n', String(np), rankScript, '--fail', '0', '--how', 'hang', '--others', others, '--dir', s.dir]);
-      expect(await until(() => rankPids(s.dir).size === np, 10_000)).toBe(true);
-      await new Promise((r) => setTimeout(r, 200));
-      job.child.kill(sig);
-      const r = await job.done;
-      expect(r.hung, explain(r)).toBe(false);
-      expect(r.status, explain(r)).toBe(status);
-      // Ranks the launcher ends itself are not reported as failures.
-      expect(rankLines(r.stderr), explain(r)).toEqual([]);
-      expect(await expectClean(before, s.dir, 1000)).toEqual({ leaked: [], left: [] });
-    } finally {
-      reap(rankPids(s.dir).values());
-      s.remove();
-    }
-  });
-});
-
 describe('--threads (ranks as worker threads of the launcher)', () => {
   test('np 3, tagged: collectives work, status 0', async () => {
     const r = await nodempi(['-n', '3', '--threads', '--tag-output', join(fixtures, 'coll.mjs')]);
     expect(r.status, explain(r)).toBe(0);
     for (let k = 0; k < 3; k++) expect(r.stdout).toContain(`[${k}] coll ok rank ${k} size 3 sum 6 max 2\n`);
   });
-
-  test('a rank that throws: its stack on stderr, one line, status 1', async () => {
-    const r = await rankJob(2, ['--fail', '1', '--how', 'throw', '--others', 'barrier'], { launcher: ['--threads'] });
-    expect(r.status, explain(r)).toBe(1);
-    expect(r.stderr).toContain('Error: rank 1 fails on purpose');
-    expect(rankLines(r.stderr)).toEqual(['nodempi: rank 1 exited with code 1; ending the job']);
-    expect(r.stdout).toContain('caught ERR_PROC_FAILED rank 0');
-  });
-
-  test('SIGINT to the launcher while ranks wait in a barrier: status 130', async () => {
-    const job = start(process.execPath, [cli, '-n', '3', '--threads', rankScript, '--fail', '0', '--how', 'hang', '--others', 'barrier']);
-    // Every rank has passed the start barrier; ranks 1 and 2 now wait in another.
-    expect(await until(() => (job.stdout().match(/^start rank/gm) ?? []).length === 3, 10_000)).toBe(true);
-    job.child.kill('SIGINT');
-    const r = await job.done;
-    expect(r.hung, explain(r)).toBe(false);
-    expect(r.status, explain(r)).toBe(130);
-  });
+  // Failing ranks and signals to the launcher in thread mode: faults.test.ts.
 });
 
 describe('--timeout', () => {

@@ -1,73 +1,11 @@
 /**
- * Nothing outlives a job, however it ends: the segment's name is gone from
- * /dev/shm while the job still runs, and no rank survives a launcher that
- * is SIGKILLed (its watchdog ends them), an abort(), or a timeout. The
- * other endings (normal exit, crashes, SIGTERM/SIGINT to the launcher) are
- * checked in exit.test.ts and peer-death.test.ts.
+ * Nothing outlives a job, however it ends: no rank survives an abort(), nor
+ * does what the ranks started. The other endings (normal exit, crashes, a
+ * timeout, signals to the launcher, a launcher killed by SIGKILL) are
+ * checked in exit.test.ts, faults.test.ts and peer-death.test.ts.
  */
 import { describe, expect, test } from 'vitest';
-import {
-  alive, cli, expectClean, explain, leakedSegments, nodempi, rankJob, rankLines, rankPids, rankScript, reap, scratch, shmNames,
-  start, survivors, until,
-} from './util.js';
-
-function startRanks(np: number, dir: string, others: string, env?: Record<string, string>) {
-  // Rank 0 hangs outside MPI; the others do `others` (a barrier then waits for rank 0).
-  return start(process.execPath, [cli, '-n', String(np), rankScript, '--fail', '0', '--how', 'hang', '--others', others, '--dir', dir],
-    { env, drainMs: 100 });
-}
-
-describe('SIGKILL of the launcher', () => {
-  test.each([
-    [2, 'loop'],
-    [3, 'sleep'],
-    [4, 'barrier'],
-  ])('np %i, others %s: the segment name is already gone, and the watchdog ends every rank', async (np, others) => {
-    const s = scratch();
-    const before = shmNames();
-    try {
-      const job = startRanks(np, s.dir, others);
-      expect(await until(() => rankPids(s.dir).size === np, 10_000)).toBe(true);
-      // While the job runs, /dev/shm holds nothing of it.
-      expect(await leakedSegments(before)).toEqual([]);
-      job.child.kill('SIGKILL');
-      const r = await job.done;
-      expect(r.signal).toBe('SIGKILL');
-      // SIGTERM from the watchdog at once; SIGKILL a second later for any holdout.
-      expect(await survivors(rankPids(s.dir).values(), 4000)).toEqual([]);
-      expect(await leakedSegments(before)).toEqual([]);
-    } finally {
-      reap(rankPids(s.dir).values());
-      s.remove();
-    }
-  });
-
-  test('without the watchdog (NODEMPI_WATCHDOG=0), ranks blocked in a barrier notice the launcher is gone', async () => {
-    const np = 3;
-    const s = scratch();
-    const before = shmNames();
-    try {
-      const job = startRanks(np, s.dir, 'barrier', { NODEMPI_WATCHDOG: '0' });
-      expect(await until(() => rankPids(s.dir).size === np, 10_000)).toBe(true);
-      await new Promise((r) => setTimeout(r, 200));
-      job.child.kill('SIGKILL');
-      const pids = rankPids(s.dir);
-      // Ranks 1 and 2 wait in a barrier: they throw ERR_PROC_FAILED and exit.
-      expect(await survivors([pids.get(1)!, pids.get(2)!], 5000)).toEqual([]);
-      // Rank 0 runs no MPI call, so only something outside it can end it:
-      // that is the watchdog's job (previous test). Here it lingers.
-      expect(alive(pids.get(0)!)).toBe(true);
-      reap([pids.get(0)!]);
-      const r = await job.done;
-      const caught = r.stdout.match(/^caught ERR_PROC_FAILED rank [12] /gm) ?? [];
-      expect(caught, explain(r)).toHaveLength(2);
-      expect(await leakedSegments(before)).toEqual([]);
-    } finally {
-      reap(rankPids(s.dir).values());
-      s.remove();
-    }
-  });
-});
+import { expectClean, explain, nodempi, rankJob, rankLines, rankPids, reap, scratch, shmNames, survivors } from './util.js';
 
 describe('abort', () => {
   test.each([

@@ -22,6 +22,8 @@ export interface Run {
   stderr: string;
   /** Milliseconds from spawn to the launcher's exit. */
   ms: number;
+  /** Date.now() at the launcher's exit. */
+  endedAt: number;
   /** True when the hard limit ended it (a hang). */
   hung: boolean;
 }
@@ -51,17 +53,20 @@ export interface StartOptions {
   input?: string;
   /** How to decode the output (default utf8). */
   encoding?: BufferEncoding;
+  /** Start the child in a process group (and session) of its own. */
+  detached?: boolean;
 }
 
 export function start(cmd: string, argv: string[], opts: StartOptions = {}): Started {
   const t0 = Date.now();
   // Never pass on a job identity this process may have inherited.
   const env: Record<string, string | undefined> = { ...process.env, ...opts.env };
-  for (const k of ['NODEMPI_RANK', 'NODEMPI_SIZE', 'NODEMPI_FD']) if (!opts.env?.[k]) delete env[k];
+  for (const k of ['NODEMPI_RANK', 'NODEMPI_SIZE', 'NODEMPI_FD', 'NODEMPI_LAUNCHER_PID']) if (!opts.env?.[k]) delete env[k];
   const child = spawn(cmd, argv, {
     env,
     cwd: opts.cwd,
     stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    detached: opts.detached,
   });
   if (opts.input !== undefined) {
     child.stdin!.on('error', () => {});
@@ -71,7 +76,7 @@ export function start(cmd: string, argv: string[], opts: StartOptions = {}): Sta
   child.stdout!.setEncoding(opts.encoding ?? 'utf8').on('data', (d: string) => (stdout += d));
   child.stderr!.setEncoding(opts.encoding ?? 'utf8').on('data', (d: string) => (stderr += d));
   const done = new Promise<Run>((resolve) => {
-    let hung = false, ms = -1, finished = false;
+    let hung = false, ms = -1, endedAt = -1, finished = false;
     let status: number | null = null, signal: NodeJS.Signals | null = null;
     const limit = setTimeout(() => {
       hung = true;
@@ -81,10 +86,11 @@ export function start(cmd: string, argv: string[], opts: StartOptions = {}): Sta
       if (finished) return;
       finished = true;
       clearTimeout(limit);
-      resolve({ status, signal, stdout, stderr, ms, hung });
+      resolve({ status, signal, stdout, stderr, ms, endedAt, hung });
     };
     child.on('exit', (code, sig) => {
-      ms = Date.now() - t0;
+      endedAt = Date.now();
+      ms = endedAt - t0;
       status = code;
       signal = sig;
       setTimeout(finish, opts.drainMs ?? 3000).unref();
