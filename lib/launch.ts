@@ -4,10 +4,10 @@
  * job ends. Used by the `nodempi` command and by programs and tests.
  *
  * Life of a process-mode job:
- *  1. segmentCreate() makes the segment (O_CREAT|O_EXCL, 0600, random name);
- *     the launcher takes a close-on-exec duplicate of its descriptor and
- *     unlinks the name at once, so /dev/shm holds it for microseconds and
- *     nothing can outlive the job, even if every process is SIGKILLed.
+ *  1. segmentCreate() makes the segment: an anonymous memfd (mode 0600),
+ *     which no other process can open by name and which the kernel frees
+ *     when the last process holding it ends, even if every one of them is
+ *     SIGKILLed; the launcher keeps a close-on-exec duplicate of it.
  *  2. Each rank is spawned in its own session (so its process group can be
  *     signalled as a whole) with the descriptor as fd 3, and this process's
  *     pid as NODEMPI_LAUNCHER_PID.
@@ -216,19 +216,18 @@ class Job {
     const seg = native.segmentCreate(this.#np);
     this.#segment = seg.handle;
     // Descriptors for the launcher and, in thread mode, one per worker; then
-    // the name goes at once (segmentUnlink also closes the original fd).
+    // the original goes.
     const workerFds: number[] = [];
     try {
       this.#fd = native.segmentDupFd(this.#segment);
       if (thread) for (let r = 0; r < this.#np; r++) workerFds.push(native.segmentDupFd(this.#segment));
     } catch (err) {
-      // Out of descriptors: give back what was taken; closing the segment
-      // also unlinks its name.
+      // Out of descriptors: give back what was taken.
       for (const fd of [this.#fd, ...workerFds]) if (fd >= 0) try { closeSync(fd); } catch { /* closed */ }
       native.segmentClose(this.#segment);
       throw err;
     }
-    native.segmentUnlink(this.#segment);
+    native.segmentCloseFd(this.#segment);
     try {
       const st = fstatSync(this.#fd);
       this.#ino = st.ino;

@@ -136,7 +136,8 @@ export interface NativeAddon {
   typeUnpack(handle: number, count: number, src: View, srcOffset: number, dst: View, dstOrigin: number): number;
 
   segmentCreate(nranks: number): { handle: number; fd: number; name: string; bytes: number };
-  segmentUnlink(handle: number): void;
+  /** Closes the original descriptor once the launcher holds its duplicates. */
+  segmentCloseFd(handle: number): void;
   /** status: 1 + exit code, or -signal number. */
   segmentExited(handle: number, rank: number, status: number, failed: boolean): void;
   /** Mark the job failed (timeout, signal) so waiting ranks stop. */

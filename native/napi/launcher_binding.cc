@@ -1,6 +1,6 @@
 // The launcher's side of the segment: create it, let the ranks inherit the
-// descriptor, unlink the name as soon as they are spawned, and record how
-// each rank ended so the survivors stop waiting for it.
+// descriptor, and record how each rank ended so the survivors stop waiting
+// for it.
 #include <fcntl.h>
 
 #include <string>
@@ -36,11 +36,10 @@ Napi::Value SegmentCreate(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// segmentUnlink(handle): remove the name; mappings and inherited fds live on.
-void SegmentUnlink(const Napi::CallbackInfo& info) {
-  transport::Segment& seg = launched_arg(info);
-  seg.unlink_name();
-  seg.close_fd();
+// segmentCloseFd(handle): closes the original descriptor once the launcher
+// holds its duplicates; mappings and inherited fds live on.
+void SegmentCloseFd(const Napi::CallbackInfo& info) {
+  launched_arg(info).close_fd();
 }
 
 // segmentExited(handle, rank, status, failed): status is 1 + exit code, or
@@ -88,7 +87,8 @@ Napi::Value SegmentState(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// segmentClose(handle): unmap, and unlink if that has not happened yet.
+// segmentClose(handle): unmap, and close the original descriptor if that has
+// not happened yet.
 void SegmentClose(const Napi::CallbackInfo& info) {
   State& st = State::of(info.Env());
   uint32_t h = u32_arg(info, 0);
@@ -99,7 +99,7 @@ void SegmentClose(const Napi::CallbackInfo& info) {
 
 void register_launcher(Napi::Env env, Napi::Object exports) {
   exports.Set("segmentCreate", Napi::Function::New(env, SegmentCreate, "segmentCreate"));
-  exports.Set("segmentUnlink", Napi::Function::New(env, SegmentUnlink, "segmentUnlink"));
+  exports.Set("segmentCloseFd", Napi::Function::New(env, SegmentCloseFd, "segmentCloseFd"));
   exports.Set("segmentExited", Napi::Function::New(env, SegmentExited, "segmentExited"));
   exports.Set("segmentFail", Napi::Function::New(env, SegmentFail, "segmentFail"));
   exports.Set("segmentDupFd", Napi::Function::New(env, SegmentDupFd, "segmentDupFd"));

@@ -1,12 +1,12 @@
 /**
- * What SECURITY.md promises: the job's segment is private to its user
- * (mode 0600, a name with 128 random bits, gone from /dev/shm before any
- * rank runs), a copy of a rank that inherited its environment and
- * descriptor cannot join the job, and a process that only copied the
- * environment cannot either.
+ * What SECURITY.md promises: the job's segment is private to its user (a
+ * memfd: no path in /dev/shm or anywhere, mode 0600, out of another user's
+ * reach through /proc/PID/fd), a copy of a rank that inherited its
+ * environment and descriptor cannot join the job, and a process that only
+ * copied the environment cannot either.
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, fstatSync, statSync } from 'node:fs';
+import { existsSync, fstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { explain, fixtures, root, runJob } from '../helpers/job.js';
@@ -15,26 +15,28 @@ import { start } from './util.js';
 const { native } = await import(join(root, 'dist', 'native.js'));
 
 describe('the segment', () => {
-  test('is created 0600 under a name with 128 random bits, unreadable by another user, and unlinked on request', () => {
+  test('is a memfd of mode 0600 with no path, that another user cannot open through /proc', () => {
     const names = new Set<string>();
     for (let i = 0; i < 3; i++) {
       const seg = native.segmentCreate(2);
       try {
-        expect(seg.name).toMatch(/^\/nodempi-[0-9a-f]{32}$/);
+        // The name only labels the mapping: "nodempi-" and 128 random bits.
+        expect(seg.name).toMatch(/^nodempi-[0-9a-f]{32}$/);
         names.add(seg.name);
-        const path = join('/dev/shm', seg.name);
-        expect(statSync(path).mode & 0o777).toBe(0o600);
+        const link = `/proc/self/fd/${seg.fd}`;
+        expect(readlinkSync(link)).toBe(`/memfd:${seg.name} (deleted)`);
         expect(fstatSync(seg.fd).mode & 0o777).toBe(0o600);
+        expect(readdirSync('/dev/shm').filter((n) => n.includes(seg.name.slice(8)))).toEqual([]);
+        expect(existsSync(join('/dev/shm', seg.name))).toBe(false);
+        expect(readFileSync('/proc/self/maps', 'utf8')).toContain(`/memfd:${seg.name} (deleted)`);
         // Another user cannot open it (root can; the test drops to nobody).
         let refused = '';
         try {
-          execFileSync('setpriv', ['--reuid', '65534', '--regid', '65534', '--clear-groups', 'cat', path], { stdio: 'pipe' });
+          execFileSync('setpriv', ['--reuid', '65534', '--regid', '65534', '--clear-groups', 'cat', `/proc/${process.pid}/fd/${seg.fd}`], { stdio: 'pipe' });
         } catch (err) {
           refused = String((err as { stderr?: Buffer }).stderr ?? err);
         }
         expect(refused).toMatch(/Permission denied/);
-        native.segmentUnlink(seg.handle);
-        expect(existsSync(path)).toBe(false);
       } finally {
         native.segmentClose(seg.handle);
       }

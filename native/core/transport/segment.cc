@@ -69,30 +69,32 @@ Segment* Segment::create(uint32_t nranks, std::string* error) {
     return nullptr;
   }
   Geometry geo = Geometry::for_ranks(nranks);
+  // A name for diagnostics only (/proc/PID/maps shows /memfd:nodempi-...):
+  // the segment is a memfd, which has no path anyone could open or create
+  // first, and goes when the last process that maps it or holds it ends.
   uint8_t rnd[16];
   if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
     *error = errno_text("getrandom");
     return nullptr;
   }
   char name[64];
-  int n = std::snprintf(name, sizeof name, "/nodempi-");
+  int n = std::snprintf(name, sizeof name, "nodempi-");
   for (uint8_t b : rnd) n += std::snprintf(name + n, sizeof name - n, "%02x", b);
 
-  int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+  int fd = memfd_create(name, MFD_CLOEXEC);
   if (fd < 0) {
-    *error = errno_text("shm_open");
+    *error = errno_text("memfd_create");
     return nullptr;
   }
-  if (ftruncate(fd, off_t(geo.total_bytes)) != 0) {
-    *error = errno_text("ftruncate");
-    shm_unlink(name);
+  // Only the ranks' owner, should anyone reach it through /proc/PID/fd.
+  if (fchmod(fd, 0600) != 0 || ftruncate(fd, off_t(geo.total_bytes)) != 0) {
+    *error = errno_text("sizing the shared-memory segment");
     ::close(fd);
     return nullptr;
   }
   void* base = mmap(nullptr, geo.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
     *error = errno_text("mmap");
-    shm_unlink(name);
     ::close(fd);
     return nullptr;
   }
@@ -167,14 +169,6 @@ Segment* Segment::attach(int fd, uint32_t rank, uint32_t nranks, std::string* er
 Segment::~Segment() {
   if (base_) munmap(base_, geo_.total_bytes);
   close_fd();
-  unlink_name();
-}
-
-void Segment::unlink_name() {
-  if (!name_.empty()) {
-    shm_unlink(name_.c_str());
-    name_.clear();
-  }
 }
 
 void Segment::close_fd() {

@@ -57,6 +57,10 @@ struct RankInfo {
   std::atomic<int32_t> pid;      // written by the rank when it attaches
   std::atomic<int32_t> exited;   // set by the launcher when it reaps the rank: 1 + code, or -signal
   std::atomic<uint32_t> claimed;  // 1 once a process (or thread) has attached as this rank
+  // Set by the rank as it lets go of the job (finalize, exit) with an
+  // operation still unfinished: whoever waits for it, or that operation
+  // itself, stops with ERR_PROC_FAILED.
+  std::atomic<uint32_t> leaving;
 };
 
 // Allocation state of one communicator context: which are taken, how many
@@ -116,9 +120,9 @@ class SlotSets;
 // A mapping of the segment, owned by the launcher or by a rank.
 class Segment {
  public:
-  // Launcher: create a new segment (O_CREAT|O_EXCL, mode 0600, random name),
-  // size and initialise it. The returned fd is meant to be inherited by the
-  // ranks; the name is unlinked by unlink_name() once they have been spawned.
+  // Launcher: create a new segment (an anonymous memfd, mode 0600), size
+  // and initialise it. The ranks inherit a duplicate of fd(); close_fd()
+  // drops the original.
   static Segment* create(uint32_t nranks, std::string* error);
   // Rank: map the inherited fd, check the header against what the launcher
   // told us through the environment, and claim the rank: a second process
@@ -130,8 +134,9 @@ class Segment {
   Header* header() const { return header_; }
   const Geometry& geometry() const { return geo_; }
   int fd() const { return fd_; }
+  // The memfd's name, "nodempi-" and 32 random hex digits: a job's segment
+  // is recognisable in /proc/PID/maps.
   const std::string& name() const { return name_; }
-  void unlink_name();
   void close_fd();
 
   // The control line of `member` (its rank in the communicator) of `context`.
