@@ -54,8 +54,8 @@ void Init(const Napi::CallbackInfo& info) {
 }
 
 // How long operations still running on progress threads when this rank lets
-// go of the job get to finish on their own, and then, once the job is
-// marked failed, to unwind (a waiting thread looks at the job's state every
+// go of the job get to finish on their own, and then, once the rank is
+// marked as leaving, to unwind (a waiting thread looks at liveness every
 // ~20 ms).
 constexpr long kSettleMs = 100;
 constexpr long kUnwindMs = 2000;
@@ -65,18 +65,14 @@ constexpr long kUnwindMs = 2000;
 // A nonblocking or persistent operation still running reads and writes the
 // segment, this rank's contexts and its users' buffers, which all go away
 // next (a worker's buffers with its heap): it must be over first. One that
-// does not finish at once waits for ranks, this one among them, that will
-// never take part; marking the job failed ends its waits, as the launcher
-// would once this rank has gone. (failed_rank stays -1: the launcher reads
-// a rank there as a call to abort().)
+// does not finish at once waits for ranks that will never take part (this
+// one will not: it is leaving). Marking this rank as leaving ends that
+// operation's waits here, and the waits of peers for this rank, as its exit
+// would; ranks that do not wait for it carry on.
 void release_job(Napi::Env env) {
   State& st = State::of(env);
   if (!settle_progress(env, kSettleMs) && st.segment) {
-    transport::Header* h = st.segment->header();
-    if (!h->failed.load(std::memory_order_acquire)) {
-      h->failed_rank.store(-1, std::memory_order_relaxed);
-      h->failed.store(1, std::memory_order_release);
-    }
+    st.segment->header()->ranks[st.world_rank].leaving.store(1, std::memory_order_release);
     settle_progress(env, kUnwindMs);
   }
   destroy_progress(env);

@@ -91,10 +91,18 @@ Liveness::Liveness(const Header* header, uint32_t self_world_rank) : header_(hea
 std::string Liveness::failure(uint32_t world_rank) const {
   const Header* h = header_;
   if (h->failed.load(std::memory_order_acquire)) {
-    return "the job has failed (rank " + std::to_string(h->failed_rank.load(std::memory_order_relaxed)) +
-           " ended or aborted)";
+    int32_t failed = h->failed_rank.load(std::memory_order_relaxed);
+    if (failed < 0) return "the launcher is ending the job (a timeout or a signal)";
+    return "the job has failed (rank " + std::to_string(failed) + " ended or aborted)";
+  }
+  if (h->ranks[self_].leaving.load(std::memory_order_acquire)) {
+    return "rank " + std::to_string(self_) + " is leaving the job (finalize or exit) with this operation unfinished";
   }
   const RankInfo& peer = h->ranks[world_rank];
+  if (peer.leaving.load(std::memory_order_acquire)) {
+    return "rank " + std::to_string(world_rank) + " has left the job (finalize or exit) while rank " +
+           std::to_string(self_) + " waits for it";
+  }
   if (peer.exited.load(std::memory_order_acquire) != 0 ||
       process_gone(peer.pid.load(std::memory_order_acquire))) {
     return "rank " + std::to_string(world_rank) + " has exited while rank " + std::to_string(self_) +
