@@ -5,7 +5,7 @@
 import { argList, offHeap } from './args.js';
 import { COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, UNDEFINED, UNEQUAL } from './constants.js';
 import type { Datatype } from './datatype.js';
-import { describe, fail } from './errors.js';
+import { describe, fail, MPIError } from './errors.js';
 import {
   beginStaging, fuseMove, releaseStaging, resolve, resolveBlocks, resolveV, resolveW, stageMove, stageMoveV, stageReduce,
   takeStaging, withCount,
@@ -15,6 +15,7 @@ import { native } from './native.js';
 import { checkOp, Op, userOpSpec } from './op.js';
 import { Mode, PersistentRequest, Request, setNextHooks } from './request.js';
 import { RECORD, Replays } from './replay.js';
+import { hasUserOp, hold } from './hold.js';
 import { ensureInit, worldRank } from './runtime.js';
 import { compareRanks, Group } from './group.js';
 
@@ -696,15 +697,19 @@ export class Comm {
       if (id >= 0 && replays.replay(id)) return undefined;
       record = id === RECORD;
     }
+    // JavaScript may run while the operation holds the buffers (a request
+    // in flight, a user op's function): refuse what could shrink under it,
+    // and keep the rest from being taken away (lib/hold.ts).
+    const held = mode !== Mode.BLOCKING || hasUserOp(args) ? hold(publicName(name, mode), name, args, mode === Mode.PERSISTENT) : null;
     beginStaging(mode === Mode.BLOCKING);
     let result: unknown;
     running++;
     try {
-      result = this._collective(name, record ? Mode.RECORD : mode, args);
+      result = this._collective(name, record ? Mode.RECORD : mode, held ? held.args : args);
     } catch (err) {
       // Nothing is in flight after a failed call (blocking or not started).
       releaseStaging(takeStaging());
-      throw err;
+      throw mode === Mode.BLOCKING ? err : renamed(err, name, mode);
     } finally {
       running--;
     }
@@ -714,13 +719,19 @@ export class Comm {
       replays!.recorded(result, st === null);
       result = undefined;
     }
-    if (st) {
-      if (mode === Mode.BLOCKING) {
+    if (mode === Mode.BLOCKING) {
+      if (st) {
         for (const f of st.after) f();
         releaseStaging(st);
-      } else {
-        setNextHooks(st);
       }
+      held?.after();
+    } else if (st || held) {
+      // Before a start: check (and copy) the caller's buffers, then pack;
+      // at completion: unpack, then check (and copy back).
+      setNextHooks({
+        before: held?.before ? [held.before, ...(st ? st.before : [])] : st ? st.before : [],
+        after: held ? [...(st ? st.after : []), held.after] : st!.after,
+      });
     }
     return result;
   }
@@ -769,6 +780,20 @@ export class Comm {
 
 // Collective calls of this thread in progress (see Comm._run).
 let running = 0;
+
+// The method a collective was called through, for messages.
+function publicName(name: string, mode: Mode): string {
+  return mode === Mode.NONBLOCKING ? `i${name}` : mode === Mode.PERSISTENT ? `${name}Init` : name;
+}
+
+// An argument error of a nonblocking or persistent call names the method
+// called ('iallreduce: ...'), not the collective it shares checks with.
+function renamed(err: unknown, name: string, mode: Mode): unknown {
+  if (err instanceof MPIError && err.message.startsWith(`${name}: `)) {
+    err.message = `${publicName(name, mode)}: ${err.message.slice(name.length + 2)}`;
+  }
+  return err;
+}
 
 function countList(call: string, list: unknown, n: number): number[] {
   if (!Array.isArray(list) || list.length !== n) {

@@ -157,7 +157,8 @@ export class Request implements PromiseLike<void> {
     if (!(this instanceof PersistentRequest)) this.#keep = null;
     const settle = this.#settle;
     this.#settle = null;
-    settle?.(err);
+    // A failed unpack or copy-back fails the awaited promise too.
+    settle?.(this.#error);
   }
 
   /** @internal Starts a new round under a new native id (persistent requests). */
