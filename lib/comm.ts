@@ -4,8 +4,8 @@
  */
 import { argList, offHeap } from './args.js';
 import { COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, UNDEFINED, UNEQUAL } from './constants.js';
-import type { Datatype } from './datatype.js';
-import { describe, fail, MPIError } from './errors.js';
+import { nameArg, type Datatype } from './datatype.js';
+import { describe, fail, retitle } from './errors.js';
 import {
   beginStaging, fuseMove, releaseStaging, resolve, resolveBlocks, resolveV, resolveW, stageMove, stageMoveV, stageReduce,
   takeStaging, withCount,
@@ -13,7 +13,7 @@ import {
 } from './message.js';
 import { native } from './native.js';
 import { checkOp, Op, userOpSpec } from './op.js';
-import { Mode, PersistentRequest, Request, setNextHooks } from './request.js';
+import { Mode, PersistentRequest, Request, setNextCall, setNextHooks } from './request.js';
 import { RECORD, Replays } from './replay.js';
 import { hasUserOp, hold } from './hold.js';
 import { ensureInit, worldRank } from './runtime.js';
@@ -93,7 +93,7 @@ export class Comm {
   get isInter(): boolean { return false; }
 
   get name(): string { return this.#name; }
-  set name(value: string) { this.#name = String(value); }
+  set name(value: string) { this.#name = nameArg('Comm.name', value); }
 
   toString(): string { return `Comm(${this.#name})`; }
 
@@ -709,7 +709,7 @@ export class Comm {
     } catch (err) {
       // Nothing is in flight after a failed call (blocking or not started).
       releaseStaging(takeStaging());
-      throw mode === Mode.BLOCKING ? err : renamed(err, name, mode);
+      throw retitle(err, publicName(name, mode));
     } finally {
       running--;
     }
@@ -719,6 +719,7 @@ export class Comm {
       replays!.recorded(result, st === null);
       result = undefined;
     }
+    if (mode !== Mode.BLOCKING) setNextCall(publicName(name, mode));
     if (mode === Mode.BLOCKING) {
       if (st) {
         for (const f of st.after) f();
@@ -786,14 +787,6 @@ function publicName(name: string, mode: Mode): string {
   return mode === Mode.NONBLOCKING ? `i${name}` : mode === Mode.PERSISTENT ? `${name}Init` : name;
 }
 
-// An argument error of a nonblocking or persistent call names the method
-// called ('iallreduce: ...'), not the collective it shares checks with.
-function renamed(err: unknown, name: string, mode: Mode): unknown {
-  if (err instanceof MPIError && err.message.startsWith(`${name}: `)) {
-    err.message = `${publicName(name, mode)}: ${err.message.slice(name.length + 2)}`;
-  }
-  return err;
-}
 
 function countList(call: string, list: unknown, n: number): number[] {
   if (!Array.isArray(list) || list.length !== n) {

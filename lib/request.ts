@@ -4,7 +4,7 @@
  * thread through the event loop (for `await`) or through test()/wait().
  */
 import { UNDEFINED } from './constants.js';
-import { describe, fail, MPIError } from './errors.js';
+import { describe, fail, MPIError, retitle } from './errors.js';
 import { native } from './native.js';
 
 /** @internal How a collective binding is asked to run. */
@@ -62,6 +62,12 @@ let nextHooks: Hooks | null = null;
 export function setNextHooks(h: Hooks): void {
   nextHooks = h;
 }
+// The method that made the request ('iallreduce'), for its errors.
+let nextCall = '';
+/** @internal */
+export function setNextCall(call: string): void {
+  nextCall = call;
+}
 
 /**
  * A nonblocking operation in flight (MPI_Request). Awaitable: `await req`
@@ -81,6 +87,7 @@ export class Request implements PromiseLike<void> {
   #settle: ((err: Error | null) => void) | null = null;
   /** @internal */
   protected _hooks: Hooks | null;
+  #call: string;
 
   /** @internal */
   constructor(id: number, keep: unknown[], active = true) {
@@ -88,6 +95,8 @@ export class Request implements PromiseLike<void> {
     this.#keep = keep;
     this._hooks = nextHooks;
     nextHooks = null;
+    this.#call = nextCall;
+    nextCall = '';
     this.#completed = !active;
     this.#reported = !active;
     if (active) track(id, this);
@@ -145,6 +154,7 @@ export class Request implements PromiseLike<void> {
   _complete(err: Error | null): void {
     if (this.#completed) return;
     this.#completed = true;
+    if (err && this.#call) retitle(err, this.#call);
     this.#error = err;
     inflight.delete(this.#id);
     if (!err && this._hooks) {
