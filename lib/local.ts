@@ -259,9 +259,11 @@ function callUser(a: Resolved, b: Resolved, io: Resolved, op: Op): boolean {
   if (!out || !inv) return false;
   if (io.count === 0) return true;
   // The function combines into the output after b is copied there: an input
-  // that is the output itself must be saved first.
-  if (a === io && b !== io) inv = userView(t, bytesOf(a.view, 0, bytes).slice(), bytes)!;
-  if (b !== io) bytesOf(io.view, 0, bytes).set(bytesOf(b.view, 0, bytes));
+  // that is the output itself (IN_PLACE, or the same memory given again)
+  // must be saved first.
+  const aOut = isOutput(a, io), bOut = isOutput(b, io);
+  if (aOut && !bOut) inv = userView(t, bytesOf(a.view, 0, bytes).slice(), bytes)!;
+  if (!bOut) bytesOf(io.view, 0, bytes).set(bytesOf(b.view, 0, bytes));
   op.fn!(inv, out, io.count, t);
   return true;
 }
@@ -280,6 +282,12 @@ function userInAddon(a: Resolved, b: Resolved, io: Resolved, op: Op, call: strin
     fail('ERR_BUFFER', call, `the user function detached or shrank the buffer of inoutbuf (${io.bytes} bytes before, ${now} after); the result is lost`);
   }
   if (io.bytes) bytesOf(io.view, 0, io.bytes).set(out);
+}
+
+// Operand `m` is the output: the same spec, or a view of the same memory
+// (apart() has refused overlaps at other offsets).
+function isOutput(m: Resolved, io: Resolved): boolean {
+  return m === io || (m.view.buffer === io.view.buffer && m.view.byteOffset === io.view.byteOffset);
 }
 
 function matches(call: string, what: string, m: Resolved, io: Resolved): void {
