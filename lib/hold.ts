@@ -36,20 +36,14 @@ import { Op } from './op.js';
 /** How buffers are held: marked untransferable, or worked on as private copies. */
 export type HoldMode = 'mark' | 'copy';
 
-/** Work around one request: before each start() (persistent), at completion. */
-export interface HoldHooks {
-  before: (() => void)[];
-  after: (() => void)[];
-}
-
 /** What hold() made of a call's arguments. */
 export interface Held {
   /** The arguments to run the collective with (private copies in 'copy' mode). */
   readonly args: unknown[];
-  /** Checks (and copies) before each start() of a persistent request. */
-  readonly before: (() => void) | null;
-  /** Checks (and copies back) at completion, after any unpacking. */
-  readonly after: () => void;
+  /** Before each start() of a persistent request: checks (and copies in). */
+  before(): void;
+  /** At completion, after any unpacking: checks (and copies back). */
+  after(): void;
 }
 
 type Getter<T> = (self: unknown) => T;
@@ -133,20 +127,43 @@ function specBuffer(spec: unknown): unknown {
 }
 
 // One buffer the operation holds.
-interface Entry {
-  readonly arg: number;
-  readonly what: string;
-  /** The caller's view, or null for a bare ArrayBuffer. */
-  readonly view: ArrayBufferView | null;
-  readonly buffer: ArrayBuffer;
-  /** Bytes at initiation: a detached buffer reads fewer (0). */
-  readonly bytes: number;
-  /** The operation writes it (a receive buffer, bcast's buffer). */
-  readonly written: boolean;
+class Entry {
+  constructor(
+    readonly arg: number,
+    /** The caller's view, or null for a bare ArrayBuffer. */
+    readonly view: ArrayBufferView | null,
+    readonly buffer: ArrayBuffer,
+    /** Bytes at initiation: a detached buffer reads fewer (0). */
+    readonly bytes: number,
+    /** The operation writes it (a receive buffer, bcast's buffer). */
+    readonly written: boolean,
+    readonly what: string,
+  ) {}
+
+  lengthNow(): number {
+    return this.view ? viewBytes(this.view) : arrayBytes(this.buffer);
+  }
+
+  detached(call: string, when: string, then: string): MPIError {
+    return new MPIError('ERR_BUFFER', `${call}: the ${this.what} was detached ${when} (transferred, or handed to a stream): ` +
+      `it held ${this.bytes} bytes and now holds ${this.lengthNow()}; ${then}`);
+  }
 }
 
-function lengthNow(e: Entry): number {
-  return e.view ? viewBytes(e.view) : arrayBytes(e.buffer);
+const NOT_AGAIN = 'the request cannot run again: free() it and make a new one';
+
+// The ArrayBuffers most recently checked and marked, none over 1 MiB (so
+// that keeping them here keeps little memory alive): a program holds the
+// same few buffers request after request, and comparing them costs less
+// than checking and marking them again (bench/HOLD.md).
+const RECENT = 8;
+const MAX_RECENT_BYTES = 1 << 20;
+const recent: (ArrayBufferLike | null)[] = new Array<ArrayBufferLike | null>(RECENT).fill(null);
+let nextRecent = 0;
+
+function markedBefore(b: ArrayBufferLike): boolean {
+  for (let i = 0; i < RECENT; i++) if (recent[i] === b) return true;
+  return false;
 }
 
 /**
@@ -156,53 +173,55 @@ function lengthNow(e: Entry): number {
  * for a resizable ArrayBuffer. Null when no buffer needs holding.
  */
 export function hold(call: string, name: string, args: unknown[], persistent: boolean): Held | null {
-  let entries: Entry[] | null = null;
+  const marking = holdMode() === 'mark';
+  let e0: Entry | null = null, e1: Entry | null = null;
   for (let i = 0; i < 2 && i < args.length; i++) {
     const b = specBuffer(args[i]);
     if (b === null) continue;
     const view = ArrayBuffer.isView(b) ? b : null;
     const buffer = view ? bufferOf(view) : b as ArrayBufferLike;
-    if (isShared(buffer)) continue;
     const what = name === 'bcast' ? 'buffer' : i === 0 ? 'send buffer' : 'receive buffer';
-    if (resizable(buffer)) {
-      fail('ERR_BUFFER', call, `the ${what} is a view of a resizable ArrayBuffer, which could shrink while the operation ` +
-        'holds its memory (it lets JavaScript run before it completes); use a fixed-length ArrayBuffer or a SharedArrayBuffer');
+    if (!marking || !markedBefore(buffer)) {
+      if (isShared(buffer)) continue;
+      if (resizable(buffer)) {
+        fail('ERR_BUFFER', call, `the ${what} is a view of a resizable ArrayBuffer, which could shrink while the operation ` +
+          'holds its memory (it lets JavaScript run before it completes); use a fixed-length ArrayBuffer or a SharedArrayBuffer');
+      }
+      if (marking) {
+        markAsUntransferable(buffer);
+        if (arrayBytes(buffer) <= MAX_RECENT_BYTES) {
+          recent[nextRecent] = buffer;
+          nextRecent = (nextRecent + 1) % RECENT;
+        }
+      }
     }
-    const e: Entry = {
-      arg: i, what, view, buffer: buffer as ArrayBuffer, bytes: view ? viewBytes(view) : arrayBytes(buffer),
-      written: i === 1 || name === 'bcast',
-    };
-    (entries ??= []).push(e);
+    const e = new Entry(i, view, buffer as ArrayBuffer, view ? viewBytes(view) : arrayBytes(buffer), i === 1 || name === 'bcast', what);
+    if (i === 0) e0 = e;
+    else e1 = e;
   }
-  if (entries === null) return null;
-  return holdMode() === 'copy' ? holdCopies(call, args, entries, persistent) : holdMarked(call, args, entries, persistent);
+  if (e0 === null && e1 === null) return null;
+  if (marking) return new Marked(call, args, e0, e1, persistent);
+  return holdCopies(call, args, [e0, e1].filter((e): e is Entry => e !== null), persistent);
 }
 
-function detached(call: string, e: Entry, when: string, then: string): MPIError {
-  return new MPIError('ERR_BUFFER', `${call}: the ${e.what} was detached ${when} (transferred, or handed to a stream): ` +
-    `it held ${e.bytes} bytes and now holds ${lengthNow(e)}; ${then}`);
-}
+// 'mark': the buffers are the caller's; they are only checked.
+class Marked implements Held {
+  constructor(readonly call: string, readonly args: unknown[], readonly e0: Entry | null, readonly e1: Entry | null,
+    readonly persistent: boolean) {}
 
-const NOT_AGAIN = 'the request cannot run again: free() it and make a new one';
+  before(): void {
+    for (const e of [this.e0, this.e1]) {
+      if (e && e.lengthNow() !== e.bytes) throw e.detached(`PersistentRequest.start: ${this.call}`, 'after the request was made', NOT_AGAIN);
+    }
+  }
 
-function holdMarked(call: string, args: unknown[], entries: Entry[], persistent: boolean): Held {
-  for (const e of entries) markAsUntransferable(e.buffer);
-  const list = entries;
-  return {
-    args,
-    before: persistent ? () => {
-      for (const e of list) {
-        if (lengthNow(e) !== e.bytes) throw detached(`PersistentRequest.start: ${call}`, e, 'after the request was made', NOT_AGAIN);
-      }
-    } : null,
-    after: () => {
-      // A buffer taken away by a path that ignores the mark: what the
-      // operation wrote went to memory the buffer no longer owns.
-      for (const e of list) {
-        if (e.written && lengthNow(e) !== e.bytes) throw detached(call, e, 'while the operation was pending', 'its result is lost');
-      }
-    },
-  };
+  after(): void {
+    // A buffer taken away by a path that ignores the mark: what the
+    // operation wrote went to memory the buffer no longer owns.
+    const e0 = this.e0, e1 = this.e1;
+    if (e0 && e0.written && e0.lengthNow() !== e0.bytes) throw e0.detached(this.call, 'while the operation was pending', 'its result is lost');
+    if (e1 && e1.written && e1.lengthNow() !== e1.bytes) throw e1.detached(this.call, 'while the operation was pending', 'its result is lost');
+  }
 }
 
 // The TypedArray class a copy of `v` is made as: its built-in base class
@@ -228,7 +247,9 @@ function userBytes(e: Entry): Uint8Array {
   return e.bytes === 0 ? new Uint8Array(0) : new Uint8Array(e.buffer, e.view ? offsetOf(e.view) : 0, e.bytes);
 }
 
+// 'copy': the operation works on private copies.
 function holdCopies(call: string, args: unknown[], entries: Entry[], persistent: boolean): Held {
+  void persistent;
   const out = args.slice();
   const copies: Uint8Array[] = [];
   for (let k = 0; k < entries.length; k++) {
@@ -252,17 +273,17 @@ function holdCopies(call: string, args: unknown[], entries: Entry[], persistent:
   const list = entries;
   return {
     args: out,
-    before: persistent ? () => {
+    before: () => {
       for (const e of list) {
-        if (lengthNow(e) !== e.bytes) throw detached(`PersistentRequest.start: ${call}`, e, 'after the request was made', NOT_AGAIN);
+        if (e.lengthNow() !== e.bytes) throw e.detached(`PersistentRequest.start: ${call}`, 'after the request was made', NOT_AGAIN);
       }
       list.forEach((e, k) => copies[k]!.set(userBytes(e)));
-    } : null,
+    },
     after: () => {
       let first: MPIError | null = null;
       list.forEach((e, k) => {
         if (!e.written) return;
-        if (lengthNow(e) !== e.bytes) first ??= detached(call, e, 'while the operation was pending', 'its result is lost');
+        if (e.lengthNow() !== e.bytes) first ??= e.detached(call, 'while the operation was pending', 'its result is lost');
         else userBytes(e).set(copies[k]!);
       });
       if (first) throw first;

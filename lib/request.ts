@@ -5,6 +5,7 @@
  */
 import { UNDEFINED } from './constants.js';
 import { describe, fail, MPIError, retitle } from './errors.js';
+import type { Held } from './hold.js';
 import { native } from './native.js';
 
 /** @internal How a collective binding is asked to run. */
@@ -62,11 +63,14 @@ let nextHooks: Hooks | null = null;
 export function setNextHooks(h: Hooks): void {
   nextHooks = h;
 }
-// The method that made the request ('iallreduce'), for its errors.
+// The method that made the request ('iallreduce'), for its errors, and
+// what holds its buffers (lib/hold.ts).
 let nextCall = '';
+let nextHeld: Held | null = null;
 /** @internal */
-export function setNextCall(call: string): void {
+export function setNextCall(call: string, held: Held | null): void {
   nextCall = call;
+  nextHeld = held;
 }
 
 /**
@@ -87,6 +91,8 @@ export class Request implements PromiseLike<void> {
   #settle: ((err: Error | null) => void) | null = null;
   /** @internal */
   protected _hooks: Hooks | null;
+  /** @internal */
+  protected _held: Held | null;
   #call: string;
 
   /** @internal */
@@ -96,7 +102,9 @@ export class Request implements PromiseLike<void> {
     this._hooks = nextHooks;
     nextHooks = null;
     this.#call = nextCall;
+    this._held = nextHeld;
     nextCall = '';
+    nextHeld = null;
     this.#completed = !active;
     this.#reported = !active;
     if (active) track(id, this);
@@ -157,9 +165,10 @@ export class Request implements PromiseLike<void> {
     if (err && this.#call) retitle(err, this.#call);
     this.#error = err;
     inflight.delete(this.#id);
-    if (!err && this._hooks) {
+    if (!err && (this._hooks || this._held)) {
       try {
-        for (const f of this._hooks.after) f();
+        if (this._hooks) for (const f of this._hooks.after) f();
+        this._held?.after();
       } catch (e) {
         this.#error = e as Error;
       }
@@ -249,6 +258,7 @@ export class PersistentRequest extends Request {
   start(): this {
     if (this.#freed) fail('ERR_REQUEST', 'PersistentRequest.start', 'the request has been freed');
     if (!this.completed) fail('ERR_REQUEST', 'PersistentRequest.start', 'the previous round is still active; wait for it first');
+    this._held?.before();
     if (this._hooks) for (const f of this._hooks.before) f();
     this._restart(native.start(this.#template));
     return this;
