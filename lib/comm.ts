@@ -77,15 +77,24 @@ export class Comm {
     return this.#handle;
   }
 
+  /**
+   * @internal The handle for method `call`: once the communicator has been
+   * freed, ERR_COMM naming the method.
+   */
+  _live(call: string): number {
+    if (this.#freed) fail('ERR_COMM', call, `the communicator${this.#name ? ` ${this.#name}` : ''} has been freed`);
+    return this.handle;
+  }
+
   /** This process's rank in the communicator (MPI_Comm_rank). */
   get rank(): number {
-    void this.handle;
+    this._live('rank');
     return this.#rank;
   }
 
   /** Number of ranks (MPI_Comm_size). */
   get size(): number {
-    void this.handle;
+    this._live('size');
     return this.#size;
   }
 
@@ -99,16 +108,17 @@ export class Comm {
 
   /** MPI_Comm_group: the members, in rank order. */
   group(): Group {
+    this._live('group');
     if (!this.#group) {
       const size = this.size;
       this.#group = new Group(this.#handle === WORLD ? Array.from({ length: size }, (_, r) => r) : [worldRank()]);
     }
-    void this.handle;
     return this.#group;
   }
 
   /** MPI_Comm_dup: a new communicator with the same members and order, and its own context. */
   dup(): Comm {
+    this._live('dup');
     return this.#derive('dup', 0, this.rank)!;
   }
 
@@ -117,6 +127,7 @@ export class Comm {
    * then by rank here; color mpi.UNDEFINED gives null.
    */
   split(color: number, key = 0): Comm | null {
+    this._live('split');
     if (!Number.isInteger(color) || (color < 0 && color !== UNDEFINED)) {
       fail('ERR_ARG', 'split', `color must be a non-negative integer or mpi.UNDEFINED, got ${describe(color)}`);
     }
@@ -129,6 +140,7 @@ export class Comm {
    * memory (here: all of them, on one machine); mpi.UNDEFINED gives null.
    */
   splitType(type: number = COMM_TYPE_SHARED, key = 0): Comm | null {
+    this._live('splitType');
     if (type !== COMM_TYPE_SHARED && type !== UNDEFINED) {
       fail('ERR_ARG', 'splitType', `type must be mpi.COMM_TYPE_SHARED or mpi.UNDEFINED, got ${describe(type)}`);
     }
@@ -141,6 +153,7 @@ export class Comm {
    * of this one), ranked as in the group; null on the other ranks.
    */
   create(group: Group): Comm | null {
+    this._live('create');
     if (!(group instanceof Group)) fail('ERR_GROUP', 'create', `group must be a Group, got ${describe(group)}`);
     const mine = this.group().worldRanks;
     const at = new Map(mine.map((w, r) => [w, r]));
@@ -164,7 +177,7 @@ export class Comm {
 
   /** MPI_Comm_free: collective; waits for this communicator's pending requests, then releases it. */
   free(): void {
-    const h = this.handle;
+    const h = this._live('free');
     if (h === WORLD || h === SELF) fail('ERR_COMM', 'free', `${this.#name} is predefined and cannot be freed`);
     this.#replays?.clear();
     this.#replays = null;
@@ -177,8 +190,8 @@ export class Comm {
   compare(other: Comm): number {
     if (!(other instanceof Comm)) fail('ERR_COMM', 'compare', `other must be a Comm, got ${describe(other)}`);
     // Both must be live, even when they are the same object.
-    void this.handle;
-    void other.handle;
+    this._live('compare');
+    other._live('compare');
     if (other === this) return IDENT;
     if (other.isInter) return UNEQUAL;
     const c = compareRanks(this.group().worldRanks, other.group().worldRanks);
@@ -192,7 +205,7 @@ export class Comm {
   //      pool; an allgather tells its members which;
   //   3. every member builds its side of the new communicator.
   #derive(call: string, color: number, key: number): Comm | null {
-    const h = this.handle;
+    const h = this._live(call);
     const n = this.#size, me = this.#rank;
     // As doubles: any integer color or key is honoured exactly, never
     // wrapped to 32 bits on some ranks and not on others.
@@ -719,20 +732,18 @@ export class Comm {
       replays!.recorded(result, st === null);
       result = undefined;
     }
-    if (mode !== Mode.BLOCKING) setNextCall(publicName(name, mode));
     if (mode === Mode.BLOCKING) {
       if (st) {
         for (const f of st.after) f();
         releaseStaging(st);
       }
       held?.after();
-    } else if (st || held) {
-      // Before a start: check (and copy) the caller's buffers, then pack;
-      // at completion: unpack, then check (and copy back).
-      setNextHooks({
-        before: held?.before ? [held.before, ...(st ? st.before : [])] : st ? st.before : [],
-        after: held ? [...(st ? st.after : []), held.after] : st!.after,
-      });
+    } else {
+      // The request checks (and copies) the caller's buffers before each
+      // start, then packs; at completion it unpacks, then checks (and
+      // copies back).
+      setNextCall(publicName(name, mode), held);
+      if (st) setNextHooks(st);
     }
     return result;
   }

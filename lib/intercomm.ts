@@ -44,13 +44,13 @@ export class Intercomm extends Comm implements IntercommShape {
 
   /** This rank in the local group. */
   override get rank(): number {
-    void this.handle;
+    this._live('rank');
     return this.#lrank;
   }
 
   /** Size of the local group. */
   override get size(): number {
-    void this.handle;
+    this._live('size');
     return this.#local.size;
   }
 
@@ -60,18 +60,18 @@ export class Intercomm extends Comm implements IntercommShape {
 
   /** Size of the remote group (MPI_Comm_remote_size). */
   get remoteSize(): number {
-    void this.handle;
+    this._live('remoteSize');
     return this.#remote.size;
   }
 
   /** MPI_Comm_remote_group. */
   remoteGroup(): Group {
-    void this.handle;
+    this._live('remoteGroup');
     return this.#remote;
   }
 
   override group(): Group {
-    void this.handle;
+    this._live('group');
     return this.#local;
   }
 
@@ -80,8 +80,8 @@ export class Intercomm extends Comm implements IntercommShape {
    * passes high = false comes first (the low group when both pass the same).
    */
   merge(high: boolean): Comm {
+    const h = this._live('merge');
     if (typeof high !== 'boolean') fail('ERR_ARG', 'merge', `high must be a boolean, got ${describe(high)}`);
-    const h = this.handle;
     const n = this.#local.size + this.#remote.size;
     const flags = new Int32Array(n);
     native.allgather(h, Int32Array.of(high ? 1 : 0), flags, 4, 0, 0, 0, 0, Mode.BLOCKING);
@@ -95,7 +95,7 @@ export class Intercomm extends Comm implements IntercommShape {
 
   /** MPI_Comm_dup of an intercommunicator: the same groups, a new context. */
   override dup(): Intercomm {
-    const h = this.handle;
+    const h = this._live('dup');
     const world = this.#merged();
     const me = this.#base(true) + this.#lrank;
     const ctx = this.#agreeContext(h, 'dup', me === 0 ? world.length : 0);
@@ -122,8 +122,8 @@ export class Intercomm extends Comm implements IntercommShape {
    */
   override compare(other: Comm): number {
     if (!(other instanceof Comm)) fail('ERR_COMM', 'compare', `other must be a Comm, got ${describe(other)}`);
-    void this.handle;
-    void other.handle;
+    this._live('compare');
+    other._live('compare');
     if (other === this) return IDENT;
     if (!(other instanceof Intercomm)) return UNEQUAL;
     const l = this.#local.compare(other.#local), r = this.#remote.compare(other.#remote);
