@@ -794,8 +794,20 @@ export class Comm {
 let running = 0;
 
 // The method a collective was called through, for messages.
+// (Made once per collective: a string per call costs more than the lookup.)
+const iNames = new Map<string, string>(), initNames = new Map<string, string>();
 function publicName(name: string, mode: Mode): string {
-  return mode === Mode.NONBLOCKING ? `i${name}` : mode === Mode.PERSISTENT ? `${name}Init` : name;
+  if (mode === Mode.NONBLOCKING) {
+    let s = iNames.get(name);
+    if (s === undefined) iNames.set(name, (s = `i${name}`));
+    return s;
+  }
+  if (mode === Mode.PERSISTENT) {
+    let s = initNames.get(name);
+    if (s === undefined) initNames.set(name, (s = `${name}Init`));
+    return s;
+  }
+  return name;
 }
 
 
