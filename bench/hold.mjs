@@ -69,17 +69,17 @@ async function child(group) {
     out.hasUserOp = time(() => hasUserOp(args));
   } else if (group === 'hold-mark') {
     const send = new Float64Array(1), recv = new Float64Array(1), args = [send, recv, mpi.Op.SUM];
-    out.sameBuffers = time(() => hold('iallreduce', 'allreduce', args, false).after());
-    out.sameBuffersPersistent = time(() => { const h = hold('allreduceInit', 'allreduce', args, true); h.before(); h.after(); });
+    out.sameBuffers = time(() => hold('iallreduce', 'allreduce', args).after());
+    out.sameBuffersPersistent = time(() => { const h = hold('allreduceInit', 'allreduce', args); h.before(); h.after(); });
     const N = quick ? 1 << 15 : 1 << 18;
     const pool = Array.from({ length: N }, () => [new Float64Array(1), new Float64Array(1), mpi.Op.SUM]);
     let k = 0;
-    out.freshBuffers = time(() => hold('iallreduce', 'allreduce', pool[k++ % N], false).after(), 30);
+    out.freshBuffers = time(() => hold('iallreduce', 'allreduce', pool[k++ % N]).after(), 30);
   } else if (group === 'hold-copy') {
     out.sizes = {};
     for (const bytes of [8, 1024, 64 * 1024, 1 << 20, 16 << 20]) {
       const send = new Float64Array(bytes / 8), recv = new Float64Array(bytes / 8), args = [send, recv, mpi.Op.SUM];
-      out.sizes[bytes] = time(() => hold('iallreduce', 'allreduce', args, false).after(), bytes >= 1 << 20 ? 400 : undefined);
+      out.sizes[bytes] = time(() => hold('iallreduce', 'allreduce', args).after(), bytes >= 1 << 20 ? 400 : undefined);
     }
   } else if (group === 'end-to-end') {
     const S = mpi.COMM_SELF, send = new Float64Array(1), recv = new Float64Array(1);

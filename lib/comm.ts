@@ -713,7 +713,7 @@ export class Comm {
     // JavaScript may run while the operation holds the buffers (a request
     // in flight, a user op's function): refuse what could shrink under it,
     // and keep the rest from being taken away (lib/hold.ts).
-    const held = mode !== Mode.BLOCKING || hasUserOp(args) ? hold(publicName(name, mode), name, args, mode === Mode.PERSISTENT) : null;
+    const held = mode !== Mode.BLOCKING || hasUserOp(args) ? hold(publicName(name, mode), name, args) : null;
     beginStaging(mode === Mode.BLOCKING);
     let result: unknown;
     running++;

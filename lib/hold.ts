@@ -23,10 +23,11 @@
  *   where transfer() ignores the mark (a runtime probe, once), or with
  *   NODEMPI_HOLD=copy; NODEMPI_HOLD=mark forces marking.
  *
- * Some detach paths ignore the mark on every runtime that has them (Node 20:
- * a web stream's BYOB read or a byte stream's enqueue), so in both modes a
- * buffer found detached makes start() throw, or completion fail, with
- * ERR_BUFFER, naming it.
+ * Some detach paths ignore the mark (on Node 20, a web stream's BYOB read
+ * and a byte stream's enqueue): there, in 'mark' mode, the core may write to
+ * memory the buffer no longer owns before anything notices, which only
+ * 'copy' prevents. In both modes a buffer found detached makes start()
+ * throw, or completion fail, with ERR_BUFFER, naming it.
  */
 import { markAsUntransferable } from 'node:worker_threads';
 
@@ -172,7 +173,7 @@ function markedBefore(b: ArrayBufferLike): boolean {
  * messages ('iallreduce', 'allreduceInit', 'allreduce'). Throws ERR_BUFFER
  * for a resizable ArrayBuffer. Null when no buffer needs holding.
  */
-export function hold(call: string, name: string, args: unknown[], persistent: boolean): Held | null {
+export function hold(call: string, name: string, args: unknown[]): Held | null {
   const marking = holdMode() === 'mark';
   let e0: Entry | null = null, e1: Entry | null = null;
   for (let i = 0; i < 2 && i < args.length; i++) {
@@ -200,14 +201,13 @@ export function hold(call: string, name: string, args: unknown[], persistent: bo
     else e1 = e;
   }
   if (e0 === null && e1 === null) return null;
-  if (marking) return new Marked(call, args, e0, e1, persistent);
-  return holdCopies(call, args, [e0, e1].filter((e): e is Entry => e !== null), persistent);
+  if (marking) return new Marked(call, args, e0, e1);
+  return holdCopies(call, args, [e0, e1].filter((e): e is Entry => e !== null));
 }
 
 // 'mark': the buffers are the caller's; they are only checked.
 class Marked implements Held {
-  constructor(readonly call: string, readonly args: unknown[], readonly e0: Entry | null, readonly e1: Entry | null,
-    readonly persistent: boolean) {}
+  constructor(readonly call: string, readonly args: unknown[], readonly e0: Entry | null, readonly e1: Entry | null) {}
 
   before(): void {
     for (const e of [this.e0, this.e1]) {
@@ -248,8 +248,7 @@ function userBytes(e: Entry): Uint8Array {
 }
 
 // 'copy': the operation works on private copies.
-function holdCopies(call: string, args: unknown[], entries: Entry[], persistent: boolean): Held {
-  void persistent;
+function holdCopies(call: string, args: unknown[], entries: Entry[]): Held {
   const out = args.slice();
   const copies: Uint8Array[] = [];
   for (let k = 0; k < entries.length; k++) {

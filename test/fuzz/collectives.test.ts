@@ -3,9 +3,9 @@
  * world sizes 1 to 4 (test/fixtures/fuzz/collectives.mjs says what a case
  * is and what it must do). One seed per run of the suite, the same for
  * every job and every rank: FUZZ_SEED replays one, FUZZ_RUNS sets the cases
- * per job (default 4000, about 40 s in all on 2 cores) for longer local
- * runs. A failure prints the seed and fast-check's path; FUZZ_PATH replays
- * that case alone.
+ * per job (default 3000: about 30 s in all on 2 idle cores, two minutes in a
+ * full run on a busy machine) for longer local runs. A failure prints the
+ * seed and fast-check's path; FUZZ_PATH replays that case alone.
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { explain, fixtures, runJob, worldSizes } from '../helpers/job.js';
 
 const seed = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
-const runs = Number(process.env.FUZZ_RUNS ?? 4000);
+const runs = Number(process.env.FUZZ_RUNS ?? 3000);
 const script = join(fixtures, 'fuzz', 'collectives.mjs');
 
 function replay(np: number, env = ''): string {
