@@ -17,3 +17,13 @@ describe('found by fuzzing, on intercommunicators and in messages', () => {
     });
   }
 });
+
+// A gap in native/core that this branch may not change (see the fixture):
+// expected to fail until exchange_fold compares ops; when it starts to pass,
+// turn it into an ordinary test.
+describe('known gap in native/core', () => {
+  it.fails('ranks that pass different ops to an intercommunicator reduction get ERR_NOT_SAME (np=2)', async () => {
+    const r = await runJob(2, join(fixtures, 'fuzz', 'core-op-mismatch.mjs'), [], { timeoutSec: 30 });
+    expect(r.status, explain(r)).toBe(0);
+  });
+});
