@@ -4,8 +4,8 @@
  */
 import { argList, offHeap } from './args.js';
 import { COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, UNDEFINED, UNEQUAL } from './constants.js';
-import type { Datatype } from './datatype.js';
-import { describe, fail } from './errors.js';
+import { nameArg, type Datatype } from './datatype.js';
+import { describe, fail, retitle } from './errors.js';
 import {
   beginStaging, fuseMove, releaseStaging, resolve, resolveBlocks, resolveV, resolveW, stageMove, stageMoveV, stageReduce,
   takeStaging, withCount,
@@ -13,8 +13,9 @@ import {
 } from './message.js';
 import { native } from './native.js';
 import { checkOp, Op, userOpSpec } from './op.js';
-import { Mode, PersistentRequest, Request, setNextHooks } from './request.js';
+import { Mode, PersistentRequest, Request, setNextCall, setNextHooks } from './request.js';
 import { RECORD, Replays } from './replay.js';
+import { hasUserOp, hold } from './hold.js';
 import { ensureInit, worldRank } from './runtime.js';
 import { compareRanks, Group } from './group.js';
 
@@ -83,15 +84,24 @@ export class Comm {
     return this.#handle;
   }
 
+  /**
+   * @internal The handle for method `call`: once the communicator has been
+   * freed, ERR_COMM naming the method.
+   */
+  _live(call: string): number {
+    if (this.#freed) fail('ERR_COMM', call, `the communicator${this.#name ? ` ${this.#name}` : ''} has been freed`);
+    return this.handle;
+  }
+
   /** This process's rank in the communicator (MPI_Comm_rank). */
   get rank(): number {
-    void this.handle;
+    this._live('rank');
     return this.#rank;
   }
 
   /** Number of ranks (MPI_Comm_size). */
   get size(): number {
-    void this.handle;
+    this._live('size');
     return this.#size;
   }
 
@@ -99,22 +109,23 @@ export class Comm {
   get isInter(): boolean { return false; }
 
   get name(): string { return this.#name; }
-  set name(value: string) { this.#name = String(value); }
+  set name(value: string) { this.#name = nameArg('Comm.name', value); }
 
   toString(): string { return `Comm(${this.#name})`; }
 
   /** MPI_Comm_group: the members, in rank order. */
   group(): Group {
+    this._live('group');
     if (!this.#group) {
       const size = this.size;
       this.#group = new Group(this.#handle === WORLD ? Array.from({ length: size }, (_, r) => r) : [worldRank()]);
     }
-    void this.handle;
     return this.#group;
   }
 
   /** MPI_Comm_dup: a new communicator with the same members and order, and its own context. */
   dup(): Comm {
+    this._live('dup');
     return this.#derive('dup', 0, this.rank)!;
   }
 
@@ -123,6 +134,7 @@ export class Comm {
    * then by rank here; color mpi.UNDEFINED gives null.
    */
   split(color: number, key = 0): Comm | null {
+    this._live('split');
     if (!Number.isInteger(color) || (color < 0 && color !== UNDEFINED)) {
       fail('ERR_ARG', 'split', `color must be a non-negative integer or mpi.UNDEFINED, got ${describe(color)}`);
     }
@@ -135,6 +147,7 @@ export class Comm {
    * memory (here: all of them, on one machine); mpi.UNDEFINED gives null.
    */
   splitType(type: number = COMM_TYPE_SHARED, key = 0): Comm | null {
+    this._live('splitType');
     if (type !== COMM_TYPE_SHARED && type !== UNDEFINED) {
       fail('ERR_ARG', 'splitType', `type must be mpi.COMM_TYPE_SHARED or mpi.UNDEFINED, got ${describe(type)}`);
     }
@@ -147,6 +160,7 @@ export class Comm {
    * of this one), ranked as in the group; null on the other ranks.
    */
   create(group: Group): Comm | null {
+    this._live('create');
     if (!(group instanceof Group)) fail('ERR_GROUP', 'create', `group must be a Group, got ${describe(group)}`);
     const mine = this.group().worldRanks;
     const at = new Map(mine.map((w, r) => [w, r]));
@@ -170,7 +184,7 @@ export class Comm {
 
   /** MPI_Comm_free: collective; waits for this communicator's pending requests, then releases it. */
   free(): void {
-    const h = this.handle;
+    const h = this._live('free');
     if (h === WORLD || h === SELF) fail('ERR_COMM', 'free', `${this.#name} is predefined and cannot be freed`);
     this.#replays?.clear();
     this.#replays = null;
@@ -183,8 +197,8 @@ export class Comm {
   compare(other: Comm): number {
     if (!(other instanceof Comm)) fail('ERR_COMM', 'compare', `other must be a Comm, got ${describe(other)}`);
     // Both must be live, even when they are the same object.
-    void this.handle;
-    void other.handle;
+    this._live('compare');
+    other._live('compare');
     if (other === this) return IDENT;
     if (other.isInter) return UNEQUAL;
     const c = compareRanks(this.group().worldRanks, other.group().worldRanks);
@@ -198,7 +212,7 @@ export class Comm {
   //      pool; an allgather tells its members which;
   //   3. every member builds its side of the new communicator.
   #derive(call: string, color: number, key: number): Comm | null {
-    const h = this.handle;
+    const h = this._live(call);
     const n = this.#size, me = this.#rank;
     // As doubles: any integer color or key is honoured exactly, never
     // wrapped to 32 bits on some ranks and not on others.
@@ -701,15 +715,19 @@ export class Comm {
       if (id >= 0 && replays.replay(id)) return undefined;
       record = id === RECORD;
     }
+    // JavaScript may run while the operation holds the buffers (a request
+    // in flight, a user op's function): refuse what could shrink under it,
+    // and keep the rest from being taken away (lib/hold.ts).
+    const held = mode !== Mode.BLOCKING || hasUserOp(args) ? hold(publicName(name, mode), name, args) : null;
     beginStaging(mode === Mode.BLOCKING);
     let result: unknown;
     running++;
     try {
-      result = this._collective(name, record ? Mode.RECORD : mode, args);
+      result = this._collective(name, record ? Mode.RECORD : mode, held ? held.args : args);
     } catch (err) {
       // Nothing is in flight after a failed call (blocking or not started).
       releaseStaging(takeStaging());
-      throw err;
+      throw retitle(err, publicName(name, mode));
     } finally {
       running--;
     }
@@ -719,13 +737,18 @@ export class Comm {
       replays!.recorded(result, st === null);
       result = undefined;
     }
-    if (st) {
-      if (mode === Mode.BLOCKING) {
+    if (mode === Mode.BLOCKING) {
+      if (st) {
         for (const f of st.after) f();
         releaseStaging(st);
-      } else {
-        setNextHooks(st);
       }
+      held?.after();
+    } else {
+      // The request checks (and copies) the caller's buffers before each
+      // start, then packs; at completion it unpacks, then checks (and
+      // copies back).
+      setNextCall(publicName(name, mode), held);
+      if (st) setNextHooks(st);
     }
     return result;
   }
@@ -774,6 +797,24 @@ export class Comm {
 
 // Collective calls of this thread in progress (see Comm._run).
 let running = 0;
+
+// The method a collective was called through, for messages.
+// (Made once per collective: a string per call costs more than the lookup.)
+const iNames = new Map<string, string>(), initNames = new Map<string, string>();
+function publicName(name: string, mode: Mode): string {
+  if (mode === Mode.NONBLOCKING) {
+    let s = iNames.get(name);
+    if (s === undefined) iNames.set(name, (s = `i${name}`));
+    return s;
+  }
+  if (mode === Mode.PERSISTENT) {
+    let s = initNames.get(name);
+    if (s === undefined) initNames.set(name, (s = `${name}Init`));
+    return s;
+  }
+  return name;
+}
+
 
 function countList(call: string, list: unknown, n: number): number[] {
   if (!Array.isArray(list) || list.length !== n) {

@@ -382,6 +382,12 @@ function countArg(call: string, what: string, v: unknown): number {
   return v;
 }
 
+/** @internal A name to set (MPI_Type_set_name, MPI_Comm_set_name): a string. */
+export function nameArg(call: string, v: unknown): string {
+  if (typeof v !== 'string') fail('ERR_ARG', call, `the name must be a string, got ${describe(v)}`);
+  return v;
+}
+
 function intArg(call: string, what: string, v: unknown): number {
   if (typeof v !== 'number' || !Number.isSafeInteger(v)) fail('ERR_ARG', call, `${what} must be an integer, got ${describe(v)}`);
   return v;
@@ -414,7 +420,9 @@ function sameLength(call: string, what: string, a: readonly unknown[], other: st
 }
 
 function safe(call: string, shape: Shape): Shape {
-  for (const v of [shape.size, shape.lb, shape.ub, shape.trueLb, shape.trueUb, shape.elements]) {
+  // The extents too: bounds within 2^53 either side can still be more than
+  // 2^53 apart.
+  for (const v of [shape.size, shape.lb, shape.ub, shape.trueLb, shape.trueUb, shape.elements, shape.ub - shape.lb, shape.trueUb - shape.trueLb]) {
     if (!Number.isSafeInteger(v)) {
       fail('ERR_ARG', call, `the datatype would span more than 2^53 bytes (size ${shape.size}, bounds ${shape.lb} to ${shape.ub})`);
     }
@@ -505,7 +513,7 @@ export class Datatype {
   get trueExtent(): number { return this.#shape.trueUb - this.#shape.trueLb; }
   /** MPI_Type_get_name / MPI_Type_set_name. */
   get name(): string { return this.#name; }
-  set name(value: string) { this.#name = String(value); }
+  set name(value: string) { this.#name = nameArg('Datatype.name', value); }
   /** True once committed (predefined types always are). */
   get committed(): boolean { return this.#committed; }
   /** True for the predefined datatypes (Datatype.INT, ...), which cannot be freed. */
@@ -897,7 +905,7 @@ export class Datatype {
 /** Checks that `dt` is a usable datatype for communication in `call`. */
 export function checkDatatype(dt: unknown, call: string, what: string, whatMore = ''): Datatype {
   // `what` + `whatMore` names it: joined only for an error, as this runs at every call.
-  if (!(dt instanceof Datatype)) fail('ERR_TYPE', call, `${what}${whatMore} must be a Datatype, got ${typeof dt === 'object' ? String(dt) : typeof dt}`);
+  if (!(dt instanceof Datatype)) fail('ERR_TYPE', call, `${what}${whatMore} must be a Datatype, got ${describe(dt)}`);
   if (dt.freed) fail('ERR_TYPE', call, `${what}${whatMore} ${dt.name} has been freed`);
   if (!dt.committed) fail('ERR_TYPE', call, `${what}${whatMore} ${dt.name} is not committed (call commit() first)`);
   return dt;

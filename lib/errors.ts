@@ -48,6 +48,20 @@ export class MPIError extends Error {
   }
 }
 
+/**
+ * @internal Makes an MPIError of a collective name `call`, the method the
+ * caller called: the addon names the native operation it ran (an
+ * intercommunicator allgather runs as an alltoallv, alltoallw as an
+ * alltoallv, iallreduce as allreduce). Only a leading "<name>: " that is
+ * not `call` already is replaced.
+ */
+export function retitle(err: unknown, call: string): unknown {
+  if (!(err instanceof MPIError)) return err;
+  const m = /^([A-Za-z][A-Za-z ]*?): /.exec(err.message);
+  if (m && m[1] !== call && !m[1]!.startsWith('PersistentRequest')) err.message = `${call}: ${err.message.slice(m[0].length)}`;
+  return err;
+}
+
 /** Throws an MPIError; `call` names the MPI call for the message. */
 export function fail(code: ErrorCode, call: string, message: string): never {
   throw new MPIError(code, `${call}: ${message}`);

@@ -36,23 +36,22 @@ export class Group {
 
   /** MPI_Group_incl: the listed ranks, in the order listed. */
   incl(ranks: number[]): Group {
-    return new Group(this.#checkRanks('Group.incl', ranks).map((r) => this.#ranks[r]!));
+    return include(this, checkRanks('Group.incl', ranks, this.size));
   }
 
   /** MPI_Group_excl: every rank but the listed ones, in group order. */
   excl(ranks: number[]): Group {
-    const out = new Set(this.#checkRanks('Group.excl', ranks));
-    return new Group(this.#ranks.filter((_, i) => !out.has(i)));
+    return exclude(this, checkRanks('Group.excl', ranks, this.size));
   }
 
   /** MPI_Group_range_incl: ranks from [first, last, stride] triplets, in order. */
   rangeIncl(ranges: [number, number, number][]): Group {
-    return this.incl(this.#expand('Group.rangeIncl', ranges));
+    return include(this, checkRanks('Group.rangeIncl', this.#expand('Group.rangeIncl', ranges), this.size));
   }
 
   /** MPI_Group_range_excl: every rank but those of the triplets, in group order. */
   rangeExcl(ranges: [number, number, number][]): Group {
-    return this.excl(this.#expand('Group.rangeExcl', ranges));
+    return exclude(this, checkRanks('Group.rangeExcl', this.#expand('Group.rangeExcl', ranges), this.size));
   }
 
   /**
@@ -106,19 +105,6 @@ export class Group {
     return `Group(${this.#ranks.length})`;
   }
 
-  #checkRanks(call: string, ranks: unknown): number[] {
-    if (!Array.isArray(ranks)) fail('ERR_ARG', call, `ranks must be an array of ranks, got ${describe(ranks)}`);
-    const seen = new Set<number>();
-    ranks.forEach((r, i) => {
-      if (typeof r !== 'number' || !Number.isInteger(r) || r < 0 || r >= this.size) {
-        fail('ERR_RANK', call, `ranks[${i}] = ${describe(r)} is not a rank of a group of size ${this.size}`);
-      }
-      if (seen.has(r)) fail('ERR_RANK', call, `rank ${r} is listed twice`);
-      seen.add(r);
-    });
-    return ranks as number[];
-  }
-
   #expand(call: string, ranges: unknown): number[] {
     if (!Array.isArray(ranges)) fail('ERR_ARG', call, `ranges must be an array of [first, last, stride], got ${describe(ranges)}`);
     const out: number[] = [];
@@ -131,10 +117,45 @@ export class Group {
       if ((stride > 0 && first > last) || (stride < 0 && first < last)) {
         fail('ERR_ARG', call, `ranges[${i}] = [${first}, ${last}, ${stride}] runs the wrong way`);
       }
-      for (let r = first; stride > 0 ? r <= last : r >= last; r += stride) out.push(r);
+      // Every rank a triplet gives must be a rank of the group, and no rank
+      // may come twice: checked as they come, so that [0, 2^31, 1] stops at
+      // the group's end instead of listing 2^31 ranks.
+      for (let r = first; stride > 0 ? r <= last : r >= last; r += stride) {
+        if (r < 0 || r >= this.size) {
+          fail('ERR_RANK', call, `ranges[${i}] = [${first}, ${last}, ${stride}] gives rank ${r}, which is not a rank of a group of size ${this.size}`);
+        }
+        if (out.length === this.size) fail('ERR_RANK', call, `the ranges give more than the group's ${this.size} ranks, so some rank twice`);
+        out.push(r);
+      }
     });
     return out;
   }
+}
+
+function checkRanks(call: string, ranks: unknown, size: number): number[] {
+  if (!Array.isArray(ranks)) fail('ERR_ARG', call, `ranks must be an array of ranks, got ${describe(ranks)}`);
+  const seen = new Set<number>();
+  ranks.forEach((r, i) => {
+    if (typeof r !== 'number' || !Number.isInteger(r) || r < 0 || r >= size) {
+      fail('ERR_RANK', call, `ranks[${i}] = ${describe(r)} is not a rank of a group of size ${size}`);
+    }
+    if (seen.has(r)) fail('ERR_RANK', call, `rank ${r} is listed twice`);
+    seen.add(r);
+  });
+  return ranks as number[];
+}
+
+// (Module functions: a private method that names the class makes the
+// TypeScript compiler alias the class, and the alias is not yet set when the
+// static EMPTY is made.)
+function include(g: Group, ranks: readonly number[]): Group {
+  const w = g.worldRanks;
+  return new Group(ranks.map((r) => w[r]!));
+}
+
+function exclude(g: Group, ranks: readonly number[]): Group {
+  const out = new Set(ranks);
+  return new Group(g.worldRanks.filter((_, i) => !out.has(i)));
 }
 
 /** @internal IDENT, SIMILAR or UNEQUAL for two lists of world ranks. */

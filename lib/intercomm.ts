@@ -10,7 +10,7 @@ import { argList } from './args.js';
 import { Comm, noContext, registerIntercomm, type CollectiveName, type Intercomm as IntercommShape } from './comm.js';
 import { CONGRUENT, IDENT, IN_PLACE, PROC_NULL, ROOT, SIMILAR, UNEQUAL } from './constants.js';
 import { BasicType, Datatype } from './datatype.js';
-import { describe, fail } from './errors.js';
+import { describe, fail, MPIError } from './errors.js';
 import { Group } from './group.js';
 import {
   resolve, resolveBlocks, resolveV, resolveW, stageMove, stageMoveV, stageReduce, withCount, type Resolved, type ResolvedV, type Side,
@@ -22,6 +22,8 @@ import { Mode } from './request.js';
 import { worldRank } from './runtime.js';
 
 const EMPTY = new Uint8Array(0);
+// The context a leader broadcasts when its part of createIntercomm failed.
+const LEADER_FAILED = -2;
 
 /** An intercommunicator (MPI_Comm with a remote group). */
 export class Intercomm extends Comm implements IntercommShape {
@@ -41,13 +43,13 @@ export class Intercomm extends Comm implements IntercommShape {
 
   /** This rank in the local group. */
   override get rank(): number {
-    void this.handle;
+    this._live('rank');
     return this.#lrank;
   }
 
   /** Size of the local group. */
   override get size(): number {
-    void this.handle;
+    this._live('size');
     return this.#local.size;
   }
 
@@ -57,18 +59,18 @@ export class Intercomm extends Comm implements IntercommShape {
 
   /** Size of the remote group (MPI_Comm_remote_size). */
   get remoteSize(): number {
-    void this.handle;
+    this._live('remoteSize');
     return this.#remote.size;
   }
 
   /** MPI_Comm_remote_group. */
   remoteGroup(): Group {
-    void this.handle;
+    this._live('remoteGroup');
     return this.#remote;
   }
 
   override group(): Group {
-    void this.handle;
+    this._live('group');
     return this.#local;
   }
 
@@ -77,8 +79,8 @@ export class Intercomm extends Comm implements IntercommShape {
    * passes high = false comes first (the low group when both pass the same).
    */
   merge(high: boolean): Comm {
+    const h = this._live('merge');
     if (typeof high !== 'boolean') fail('ERR_ARG', 'merge', `high must be a boolean, got ${describe(high)}`);
-    const h = this.handle;
     const n = this.#local.size + this.#remote.size;
     const flags = new Int32Array(n);
     native.allgather(h, Int32Array.of(high ? 1 : 0), flags, 4, 0, 0, 0, 0, Mode.BLOCKING);
@@ -92,7 +94,7 @@ export class Intercomm extends Comm implements IntercommShape {
 
   /** MPI_Comm_dup of an intercommunicator: the same groups, a new context. */
   override dup(): Intercomm {
-    const h = this.handle;
+    const h = this._live('dup');
     const world = this.#merged();
     const me = this.#base(true) + this.#lrank;
     const ctx = this.#agreeContext(h, 'dup', me === 0 ? world.length : 0);
@@ -119,8 +121,8 @@ export class Intercomm extends Comm implements IntercommShape {
    */
   override compare(other: Comm): number {
     if (!(other instanceof Comm)) fail('ERR_COMM', 'compare', `other must be a Comm, got ${describe(other)}`);
-    void this.handle;
-    void other.handle;
+    this._live('compare');
+    other._live('compare');
     if (other === this) return IDENT;
     if (!(other instanceof Intercomm)) return UNEQUAL;
     const l = this.#local.compare(other.#local), r = this.#remote.compare(other.#remote);
@@ -269,7 +271,10 @@ export class Intercomm extends Comm implements IntercommShape {
         if (r.role === 'none') {
           // No data here, but a user op's failure verdict is collective: an
           // idle rank takes part in it too.
+          // The datatype is not significant here, so neither is whether
+          // the op suits it; but it must be a live op, as everywhere.
           if (!(op instanceof Op)) fail('ERR_OP', 'reduce', `op must be an Op, got ${describe(op)}`);
+          if (op.freed) fail('ERR_OP', 'reduce', `op ${op.name} has been freed`);
           const user = userOpSpec(op, Datatype.BYTE);
           return native.exchangeFold(h, EMPTY, zeros(), zeros(), null, zeros(), 0, BasicType.U8, user ? op.id : Op.SUM.id, user, mode);
         }
@@ -380,32 +385,53 @@ registerIntercomm((local, localLeader, peerComm, remoteLeader, tag) => {
   if (!Number.isInteger(localLeader) || localLeader < 0 || localLeader >= local.size) {
     fail('ERR_RANK', call, `localLeader ${describe(localLeader)} is not a rank of a communicator of size ${local.size}`);
   }
-  if (!(peerComm instanceof Comm)) fail('ERR_COMM', call, `peerComm must be a Comm, got ${describe(peerComm)}`);
   if (!Number.isInteger(tag) || tag < 0) fail('ERR_TAG', call, `tag must be a non-negative integer, got ${describe(tag)}`);
   const localWorld = local.group().worldRanks;
   let header = new Int32Array(3);
   let remoteWorld: Int32Array | null = null;
+  let failure: MPIError | null = null;
   if (local.rank === localLeader) {
-    if (!Number.isInteger(remoteLeader) || remoteLeader < 0 || remoteLeader >= peerComm.size) {
-      fail('ERR_RANK', call, `remoteLeader ${describe(remoteLeader)} is not a rank of peerComm (size ${peerComm.size})`);
+    // peerComm and remoteLeader matter at the leader only (MPI 4.1 §7.6.2).
+    // What goes wrong here goes to the whole local group (step 3), which
+    // would otherwise wait for the leader's header forever.
+    try {
+      if (!(peerComm instanceof Comm)) fail('ERR_COMM', call, `peerComm must be a Comm, got ${describe(peerComm)}`);
+      if (!Number.isInteger(remoteLeader) || remoteLeader < 0 || remoteLeader >= peerComm.size) {
+        fail('ERR_RANK', call, `remoteLeader ${describe(remoteLeader)} is not a rank of peerComm (size ${peerComm.size})`);
+      }
+      const peerWorld = peerComm.group().worldRanks[remoteLeader]!;
+      if (localWorld.includes(peerWorld)) fail('ERR_ARG', call, `the remote leader (world rank ${peerWorld}) is in the local group; the groups must be disjoint`);
+      // 1. The leaders swap their groups; 2. the one with the lower world
+      //    rank takes a context for both groups and tells the other.
+      const got = native.leaderExchange(peerWorld, tag, Int32Array.of(localWorld.length, ...localWorld));
+      const theirs = got[0]!;
+      remoteWorld = got.slice(1, 1 + theirs);
+      const low = worldRank() < peerWorld;
+      const mine = low ? native.ctxAlloc(localWorld.length + theirs) : 0;
+      const ctx = native.leaderExchange(peerWorld, tag, Int32Array.of(mine))[0]!;
+      header = Int32Array.of(low ? mine : ctx, theirs, low ? 1 : 0);
+    } catch (err) {
+      if (!(err instanceof MPIError)) throw err;
+      failure = err;
+      const text = new TextEncoder().encode(err.message);
+      header = Int32Array.of(LEADER_FAILED, err.errorClass, text.length);
+      remoteWorld = new Int32Array(text.length);
+      remoteWorld.set(text);
     }
-    const peerWorld = peerComm.group().worldRanks[remoteLeader]!;
-    if (localWorld.includes(peerWorld)) fail('ERR_ARG', call, `the remote leader (world rank ${peerWorld}) is in the local group; the groups must be disjoint`);
-    // 1. The leaders swap their groups; 2. the one with the lower world
-    //    rank takes a context for both groups and tells the other.
-    const got = native.leaderExchange(peerWorld, tag, Int32Array.of(localWorld.length, ...localWorld));
-    const theirs = got[0]!;
-    remoteWorld = got.slice(1, 1 + theirs);
-    const low = worldRank() < peerWorld;
-    const mine = low ? native.ctxAlloc(localWorld.length + theirs) : 0;
-    const ctx = native.leaderExchange(peerWorld, tag, Int32Array.of(mine))[0]!;
-    header = Int32Array.of(low ? mine : ctx, theirs, low ? 1 : 0);
   }
+  // 3. The leader tells its group the new context and the remote group (or
+  //    what failed, as the error's class and message).
   const hdr = header;
   local.bcast(hdr, localLeader);
-  const [ctx, nRemote, lowFlag] = hdr as unknown as [number, number, number];
+  const [ctx, , lowFlag] = hdr as unknown as [number, number, number];
+  const nRemote = ctx === LEADER_FAILED ? hdr[2]! : hdr[1]!;
   const remote = remoteWorld && local.rank === localLeader ? remoteWorld : new Int32Array(nRemote);
   local.bcast(remote, localLeader);
+  if (ctx === LEADER_FAILED) {
+    if (failure) throw failure;
+    const text = new TextDecoder().decode(Uint8Array.from(remote));
+    throw MPIError.fromClass(hdr[1]!, `${call}: at the local leader (rank ${localLeader}): ${text.replace(/^createIntercomm: /, '')}`);
+  }
   if (ctx < 0) noContext(call);
   const low = lowFlag === 1;
   const remoteGroup = new Group(Array.from(remote));

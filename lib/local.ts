@@ -7,6 +7,7 @@ import { Datatype } from './datatype.js';
 import { fail } from './errors.js';
 import { bareType, bytesOf, resolve, stageReduce, takeStaging, trueBytes, type Msg, type Resolved } from './message.js';
 import { native } from './native.js';
+import { viewBytes } from './hold.js';
 import { checkOp, Op, opAllows, userOpSpec, userView } from './op.js';
 
 /** MPI_Reduce_local: `inoutbuf = inbuf op inoutbuf`, elementwise. */
@@ -229,8 +230,9 @@ function combine(a: Resolved, b: Resolved, io: Resolved, op: Op, call: 'reduceLo
   apart(call, 'inbuf', a, io);
   apart(call, 'argbuf', b, io);
   if (user && (t.predefined || t.contiguous) && callUser(a, b, io, op)) return;
-  if (t.predefined || (user && t.contiguous)) {
-    native.reduceLocals(a.view, b.view, io.view, io.count, user ? -1 : t.basic | op.id << 8, userOpSpec(op, t));
+  if (user && (t.predefined || t.contiguous)) return userInAddon(a, b, io, op, call);
+  if (t.predefined) {
+    native.reduceLocals(a.view, b.view, io.view, io.count, t.basic | op.id << 8, undefined);
     return;
   }
   takeStaging();
@@ -257,11 +259,35 @@ function callUser(a: Resolved, b: Resolved, io: Resolved, op: Op): boolean {
   if (!out || !inv) return false;
   if (io.count === 0) return true;
   // The function combines into the output after b is copied there: an input
-  // that is the output itself must be saved first.
-  if (a === io && b !== io) inv = userView(t, bytesOf(a.view, 0, bytes).slice(), bytes)!;
-  if (b !== io) bytesOf(io.view, 0, bytes).set(bytesOf(b.view, 0, bytes));
+  // that is the output itself (IN_PLACE, or the same memory given again)
+  // must be saved first.
+  const aOut = isOutput(a, io), bOut = isOutput(b, io);
+  if (aOut && !bOut) inv = userView(t, bytesOf(a.view, 0, bytes).slice(), bytes)!;
+  if (!bOut) bytesOf(io.view, 0, bytes).set(bytesOf(b.view, 0, bytes));
   op.fn!(inv, out, io.count, t);
   return true;
+}
+
+// A user op on dense items the function cannot view in place (memory not
+// aligned for its TypedArray): the addon copies both inputs to scratch
+// arrays, calls the function on them, and copies the result out. The
+// function may detach or shrink the output's buffer meanwhile (it is
+// JavaScript), so the result goes to a private array first and then into
+// the output, if that still holds it.
+function userInAddon(a: Resolved, b: Resolved, io: Resolved, op: Op, call: string): void {
+  const t = io.type, out = new Uint8Array(io.bytes);
+  native.reduceLocals(a.view, b.view, out, io.count, -1, userOpSpec(op, t));
+  const now = viewBytes(io.view);
+  if (now < io.bytes) {
+    fail('ERR_BUFFER', call, `the user function detached or shrank the buffer of inoutbuf (${io.bytes} bytes before, ${now} after); the result is lost`);
+  }
+  if (io.bytes) bytesOf(io.view, 0, io.bytes).set(out);
+}
+
+// Operand `m` is the output: the same spec, or a view of the same memory
+// (apart() has refused overlaps at other offsets).
+function isOutput(m: Resolved, io: Resolved): boolean {
+  return m === io || (m.view.buffer === io.view.buffer && m.view.byteOffset === io.view.byteOffset);
 }
 
 function matches(call: string, what: string, m: Resolved, io: Resolved): void {

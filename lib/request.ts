@@ -4,7 +4,8 @@
  * thread through the event loop (for `await`) or through test()/wait().
  */
 import { UNDEFINED } from './constants.js';
-import { describe, fail, MPIError } from './errors.js';
+import { describe, fail, MPIError, retitle } from './errors.js';
+import type { Held } from './hold.js';
 import { native } from './native.js';
 
 /** @internal How a collective binding is asked to run. */
@@ -62,6 +63,15 @@ let nextHooks: Hooks | null = null;
 export function setNextHooks(h: Hooks): void {
   nextHooks = h;
 }
+// The method that made the request ('iallreduce'), for its errors, and
+// what holds its buffers (lib/hold.ts).
+let nextCall = '';
+let nextHeld: Held | null = null;
+/** @internal */
+export function setNextCall(call: string, held: Held | null): void {
+  nextCall = call;
+  nextHeld = held;
+}
 
 /**
  * A nonblocking operation in flight (MPI_Request). Awaitable: `await req`
@@ -81,6 +91,9 @@ export class Request implements PromiseLike<void> {
   #settle: ((err: Error | null) => void) | null = null;
   /** @internal */
   protected _hooks: Hooks | null;
+  /** @internal */
+  protected _held: Held | null;
+  #call: string;
 
   /** @internal */
   constructor(id: number, keep: unknown[], active = true) {
@@ -88,6 +101,10 @@ export class Request implements PromiseLike<void> {
     this.#keep = keep;
     this._hooks = nextHooks;
     nextHooks = null;
+    this.#call = nextCall;
+    this._held = nextHeld;
+    nextCall = '';
+    nextHeld = null;
     this.#completed = !active;
     this.#reported = !active;
     if (active) track(id, this);
@@ -145,11 +162,13 @@ export class Request implements PromiseLike<void> {
   _complete(err: Error | null): void {
     if (this.#completed) return;
     this.#completed = true;
+    if (err && this.#call) retitle(err, this.#call);
     this.#error = err;
     inflight.delete(this.#id);
-    if (!err && this._hooks) {
+    if (!err && (this._hooks || this._held)) {
       try {
-        for (const f of this._hooks.after) f();
+        if (this._hooks) for (const f of this._hooks.after) f();
+        this._held?.after();
       } catch (e) {
         this.#error = e as Error;
       }
@@ -157,7 +176,8 @@ export class Request implements PromiseLike<void> {
     if (!(this instanceof PersistentRequest)) this.#keep = null;
     const settle = this.#settle;
     this.#settle = null;
-    settle?.(err);
+    // A failed unpack or copy-back fails the awaited promise too.
+    settle?.(this.#error);
   }
 
   /** @internal Starts a new round under a new native id (persistent requests). */
@@ -238,6 +258,7 @@ export class PersistentRequest extends Request {
   start(): this {
     if (this.#freed) fail('ERR_REQUEST', 'PersistentRequest.start', 'the request has been freed');
     if (!this.completed) fail('ERR_REQUEST', 'PersistentRequest.start', 'the previous round is still active; wait for it first');
+    this._held?.before();
     if (this._hooks) for (const f of this._hooks.before) f();
     this._restart(native.start(this.#template));
     return this;

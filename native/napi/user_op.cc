@@ -109,8 +109,9 @@ void UserOp::call_here(const void* a, const void* b, void* out, size_t n) {
   else if (out != b) std::memmove(out, b, bytes);
 }
 
-void UserOp::settle(coll::Context& c, const char* call) {
-  int bad = coll::verdict(c, !failed_);
+void UserOp::settle(coll::Context& c, const char* call) { report(coll::verdict(c, !failed_), call); }
+
+void UserOp::report(int bad, const char* call) const {
   if (bad < 0) return;
   std::string where = std::string(call) + ": the user-defined op threw on rank " + std::to_string(bad);
   if (failed_ && !failure_.empty()) where += ": " + failure_;

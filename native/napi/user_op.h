@@ -36,6 +36,9 @@ class UserOp {
   // naming the rank, on every rank. The MPIError built from it on the main
   // thread carries error() as its cause where it happened.
   void settle(coll::Context& c, const char* call);
+  // settle() with the verdict already run: `bad` is the lowest failing
+  // rank, or -1.
+  void report(int bad, const char* call) const;
 
  private:
   static void call(void* self, const void* a, const void* b, void* out, size_t n);

@@ -3,6 +3,7 @@
 // argument lists (sizes_arg); every block is re-checked against its buffer
 // before the core runs.
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -232,8 +233,26 @@ Napi::Value ExchangeFold(const Napi::CallbackInfo& info) {
   coll::Context* cp = &c;
   UserOp* u = user.get();
   return dispatch(info, comm_handle(info), user, [=] {
-    coll::exchange_fold(*cp, send.data, sb.data(), sd.data(), recv.data, rb.data(), count, op);
-    if (u) u->settle(*cp, "reduction");
+    // Two failures show on some ranks only: a receive block too small for
+    // what arrived (found after the exchange's last phase, where it
+    // arrived) and a user op that throws (where it runs). So every rank runs
+    // one verdict phase, whatever its op (a rank that takes no part,
+    // MPI_PROC_NULL, may pass any op), and learns whether the reduction
+    // failed anywhere; none is left waiting for a phase another skipped.
+    std::unique_ptr<CoreError> truncated;
+    try {
+      coll::exchange_fold(*cp, send.data, sb.data(), sd.data(), recv.data, rb.data(), count, op);
+    } catch (const CoreError& e) {
+      if (e.error_class() != ErrorClass::TRUNCATE) throw;
+      truncated = std::make_unique<CoreError>(e);
+    }
+    int bad = coll::verdict(*cp, !truncated && !(u && u->failed()));
+    if (truncated) throw *truncated;
+    if (u) u->report(bad, "reduction");
+    if (bad >= 0) {
+      throw CoreError(ErrorClass::OTHER, "reduction: rank " + std::to_string(bad) +
+                                             " failed (its receive buffer was too small for what arrived)");
+    }
   });
 }
 
