@@ -22,6 +22,8 @@ import { Mode } from './request.js';
 import { worldRank } from './runtime.js';
 
 const EMPTY = new Uint8Array(0);
+// What a rank's part in an intercommunicator reduction is (exchangeFold's kind).
+const FOLD = { none: 0, reduce: 1, allreduce: 2, reduceScatter: 3 } as const;
 // The context a leader broadcasts when its part of createIntercomm failed.
 const LEADER_FAILED = -2;
 
@@ -266,7 +268,7 @@ export class Intercomm extends Comm implements IntercommShape {
           checkOp(op, m.type, 'reduce');
           const k = reducible(m, 'recv', op);
           const [rb] = toRemote(() => k.bytes, () => 0);
-          return native.exchangeFold(h, EMPTY, zeros(), zeros(), k.view, rb, k.count, k.basic, op.id, userOpSpec(op, m.type), mode);
+          return native.exchangeFold(h, EMPTY, zeros(), zeros(), k.view, rb, k.count, k.basic, op.id, userOpSpec(op, m.type), FOLD.reduce, mode);
         }
         if (r.role === 'none') {
           // No data here, but a user op's failure verdict is collective: an
@@ -276,14 +278,14 @@ export class Intercomm extends Comm implements IntercommShape {
           if (!(op instanceof Op)) fail('ERR_OP', 'reduce', `op must be an Op, got ${describe(op)}`);
           if (op.freed) fail('ERR_OP', 'reduce', `op ${op.name} has been freed`);
           const user = userOpSpec(op, Datatype.BYTE);
-          return native.exchangeFold(h, EMPTY, zeros(), zeros(), null, zeros(), 0, BasicType.U8, user ? op.id : Op.SUM.id, user, mode);
+          return native.exchangeFold(h, EMPTY, zeros(), zeros(), null, zeros(), 0, BasicType.U8, user ? op.id : Op.SUM.id, user, FOLD.none, mode);
         }
         const m = resolve('reduce', 'send buffer', send);
         checkOp(op, m.type, 'reduce');
         const k = reducible(m, 'send', op);
         const sb = zeros();
         argList(sb, size)[r.merged] = k.bytes;
-        return native.exchangeFold(h, k.view, sb, zeros(), null, zeros(), k.count, k.basic, op.id, userOpSpec(op, m.type), mode);
+        return native.exchangeFold(h, k.view, sb, zeros(), null, zeros(), k.count, k.basic, op.id, userOpSpec(op, m.type), FOLD.reduce, mode);
       }
       case 'allreduce': {
         const [send, recv, opArg] = args as [unknown, unknown, Op | undefined];
@@ -294,7 +296,7 @@ export class Intercomm extends Comm implements IntercommShape {
         const ks = reducible(s, 'send', op), kr = reducible(m, 'recv', op);
         const [sb, sd] = toRemote(() => ks.bytes, () => 0);
         const [rb] = toRemote(() => kr.bytes, () => 0);
-        return native.exchangeFold(h, ks.view, sb, sd, kr.view, rb, kr.count, kr.basic, op.id, userOpSpec(op, m.type), mode);
+        return native.exchangeFold(h, ks.view, sb, sd, kr.view, rb, kr.count, kr.basic, op.id, userOpSpec(op, m.type), FOLD.allreduce, mode);
       }
       case 'reduceScatterBlock': {
         const [send, recv, opArg] = args as [unknown, unknown, Op | undefined];
@@ -305,7 +307,7 @@ export class Intercomm extends Comm implements IntercommShape {
         const ks = reducible(withCount(s, s.count * nr), 'send', op), kr = reducible(m, 'recv', op);
         const [sb, sd] = toRemote(() => kr.bytes, (i) => i * kr.bytes);
         const [rb] = toRemote(() => kr.bytes, () => 0);
-        return native.exchangeFold(h, ks.view, sb, sd, kr.view, rb, kr.count, kr.basic, op.id, userOpSpec(op, m.type), mode);
+        return native.exchangeFold(h, ks.view, sb, sd, kr.view, rb, kr.count, kr.basic, op.id, userOpSpec(op, m.type), FOLD.reduceScatter, mode);
       }
       case 'reduceScatter': {
         const [send, recv, counts, opArg] = args as [unknown, unknown, number[], Op | undefined];
@@ -336,7 +338,7 @@ export class Intercomm extends Comm implements IntercommShape {
         const offs = Array.from(remoteCounts, (c) => ((at += c), at - c));
         const [sb, sd] = toRemote((i) => remoteCounts[i]! * item, (i) => offs[i]! * item);
         const [rb] = toRemote(() => kr.bytes, () => 0);
-        return native.exchangeFold(h, ks.view, sb, sd, kr.view, rb, kr.count, kr.basic, op.id, userOpSpec(op, m.type), mode);
+        return native.exchangeFold(h, ks.view, sb, sd, kr.view, rb, kr.count, kr.basic, op.id, userOpSpec(op, m.type), FOLD.reduceScatter, mode);
       }
     }
     fail('ERR_COMM', name, 'not defined on intercommunicators');

@@ -83,8 +83,9 @@ export interface NativeAddon {
   /** Leaders of two groups swap a message through the segment (intercommunicator creation). */
   leaderExchange(peerWorldRank: number, tag: number, data: Int32Array): Int32Array;
   /** Intercommunicator reductions: alltoallv then fold what arrived (bytes per merged rank). */
+  /** kind: 0 a rank that takes no part (MPI_PROC_NULL), 1 reduce, 2 allreduce, 3 reduce-scatter. */
   exchangeFold(comm: number, send: View | null, sendBytes: List, sendDispls: List, recv: View | null,
-    recvBytes: List, count: number, type: number, op: number, user: UserOpSpec | undefined, mode: number): number | undefined;
+    recvBytes: List, count: number, type: number, op: number, user: UserOpSpec | undefined, kind: number, mode: number): number | undefined;
 
   // progress engine (lib/request.ts)
   /** fn() runs on the main thread when requests may have completed. */

@@ -212,10 +212,17 @@ Napi::Value Scan(const Napi::CallbackInfo& info) {
   });
 }
 
-// exchangeFold(h, send|null, sendBytes, sendDispls, recv|null, recvBytes, count, type, op, user?, mode)
+// exchangeFold(h, send|null, sendBytes, sendDispls, recv|null, recvBytes, count, type, op, user?, kind, mode):
+// kind 0 for a rank that takes no part (MPI_PROC_NULL), else 1 reduce,
+// 2 allreduce, 3 reduce-scatter.
 Napi::Value ExchangeFold(const Napi::CallbackInfo& info) {
   const char* call = "intercommunicator reduction";
   coll::Context& c = context_arg(info, call);
+  static const uint32_t kinds[] = {coll::REDUCE, coll::REDUCE, coll::ALLREDUCE, coll::REDUCE_SCATTER};
+  uint32_t kind_arg = u32_arg(info, 10);
+  if (kind_arg >= 4) throw_mpi(info.Env(), ErrorClass::INTERN, std::string(call) + ": unknown kind");
+  const uint32_t kind = kinds[kind_arg];
+  const bool takes_part = kind_arg != 0;
   std::shared_ptr<UserOp> user;
   coll::Combiner op = combiner_arg(info, 7, 8, 9, user, call);
   size_t count = size_arg(info, 6, call, "count");
@@ -241,7 +248,7 @@ Napi::Value ExchangeFold(const Napi::CallbackInfo& info) {
     // failed anywhere; none is left waiting for a phase another skipped.
     std::unique_ptr<CoreError> truncated;
     try {
-      coll::exchange_fold(*cp, send.data, sb.data(), sd.data(), recv.data, rb.data(), count, op);
+      coll::exchange_fold(*cp, send.data, sb.data(), sd.data(), recv.data, rb.data(), count, op, kind, takes_part);
     } catch (const CoreError& e) {
       if (e.error_class() != ErrorClass::TRUNCATE) throw;
       truncated = std::make_unique<CoreError>(e);

@@ -18,12 +18,14 @@ describe('found by fuzzing, on intercommunicators and in messages', () => {
   }
 });
 
-// A gap in native/core that this branch may not change (see the fixture):
-// expected to fail until exchange_fold compares ops; when it starts to pass,
-// turn it into an ordinary test.
-describe('known gap in native/core', () => {
-  it.fails('ranks that pass different ops to an intercommunicator reduction get ERR_NOT_SAME (np=2)', async () => {
-    const r = await runJob(2, join(fixtures, 'fuzz', 'core-op-mismatch.mjs'), [], { timeoutSec: 30 });
-    expect(r.status, explain(r)).toBe(0);
-  });
+// Found while fuzzing: intercommunicator reductions exchanged their vectors
+// with an alltoallv whose signature carried no op or datatype, so ranks that
+// disagreed on them were never told.
+describe('intercommunicator reductions compare ops and datatypes', () => {
+  for (const np of [2, 3, 4]) {
+    it(`ranks that pass different ops or datatypes get ERR_NOT_SAME, idle ranks any op (np=${np})`, async () => {
+      const r = await runJob(np, join(fixtures, 'fuzz', 'core-op-mismatch.mjs'), [], { timeoutSec: 30 });
+      expect(r.status, explain(r)).toBe(0);
+    });
+  }
 });

@@ -25,15 +25,16 @@ namespace nodempi::coll {
 // skips_first, direct.h). Not with IN_PLACE, where a peer may still be
 // reading the block this rank would overwrite.
 void alltoallv(Context& c, const void* send, const size_t* send_bytes, const size_t* send_displs, void* recv,
-               const size_t* recv_bytes, const size_t* recv_displs) {
+               const size_t* recv_bytes, const size_t* recv_displs, const Signature* as) {
   Round round(c);
+  const char* what = as ? kind_name(as->kind) : "alltoallv";
   const uint32_t n = c.size(), me = c.rank();
   auto* out = static_cast<uint8_t*>(recv);
   const uint8_t* in = send ? static_cast<const uint8_t*>(send) : out;
   const size_t* sb = send ? send_bytes : recv_bytes;
   const size_t* sd = send ? send_displs : recv_displs;
   if (n == 1) {
-    if (sb[0] > recv_bytes[0]) throw_truncated("alltoallv", me, sb[0], recv_bytes[0]);
+    if (sb[0] > recv_bytes[0]) throw_truncated(what, me, sb[0], recv_bytes[0]);
     if (send && sb[0]) std::memmove(out + recv_displs[0], in + sd[0], sb[0]);
     return;
   }
@@ -49,12 +50,12 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
   LaneHead incoming[transport::kMaxRanks];
   Chunks from[transport::kMaxRanks];
   size_t truncated_from = SIZE_MAX;
-  Signature sig;
-  sig.kind = ALLTOALLV;
+  Signature sig = as ? *as : Signature{};
+  if (!as) sig.kind = ALLTOALLV;
   sig.direct = ready ? 1 : 0;
   for (uint64_t k = 0; k < phases; ++k) {
-    uint32_t s = k == 0 ? c.open(sig, "alltoallv") : c.next_phase();
-    if (k) c.acquire_slot(s, "alltoallv");
+    uint32_t s = k == 0 ? c.open(sig, what) : c.next_phase();
+    if (k) c.acquire_slot(s, what);
     uint8_t* mine = c.slot(me, s);
     if (k == 0) c.header(me, s)->phases = phases;
     for (uint32_t r = 0; r < n; ++r) {
@@ -64,10 +65,10 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
       if (len) std::memcpy(lanes.data(mine, r, k), in + sd[r] + ch.offset(k), len);
     }
     c.post(s);
-    if (k == 0) c.agree(s, "alltoallv");
+    if (k == 0) c.agree(s, what);
     for (uint32_t i = 0; i < n; ++i) {
       uint32_t r = (me + i) % n;
-      if (r != me) c.wait(r, s, "alltoallv");
+      if (r != me) c.wait(r, s, what);
       const uint8_t* half = c.slot(r, s);
       if (k == 0) {
         if (r != me) phases = std::max<uint64_t>(phases, c.header(r, s)->phases);
@@ -80,7 +81,7 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
       size_t fits = recv_bytes[r] > off ? std::min(avail, recv_bytes[r] - off) : 0;
       if (fits) std::memcpy(out + recv_displs[r] + off, lanes.data(half, me, k), fits);
     }
-    if (k == 0 && direct_rest(c, s, phases, "alltoallv", [&] {
+    if (k == 0 && direct_rest(c, s, phases, what, [&] {
           for (uint32_t i = 0; i < n; ++i) {
             uint32_t r = (me + i) % n;
             size_t len = std::min<uint64_t>(incoming[r].bytes, recv_bytes[r]);
@@ -97,7 +98,7 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
     }
   }
   if (truncated_from != SIZE_MAX) {
-    throw_truncated("alltoallv", uint32_t(truncated_from), incoming[truncated_from].bytes, recv_bytes[truncated_from]);
+    throw_truncated(what, uint32_t(truncated_from), incoming[truncated_from].bytes, recv_bytes[truncated_from]);
   }
 }
 

@@ -76,8 +76,10 @@ void allgatherv(Context& c, const void* send, size_t send_bytes, void* recv, con
                 const size_t* recv_displs);
 // Also alltoallw once lib/ has turned each block into contiguous bytes.
 // A null send means IN_PLACE: blocks are read from recv (recv counts).
+// `as`: the signature to publish instead of alltoallv's (exchange_fold's
+// reduction), whose kind also names the call in errors.
 void alltoallv(Context& c, const void* send, const size_t* send_bytes, const size_t* send_displs, void* recv,
-               const size_t* recv_bytes, const size_t* recv_displs);
+               const size_t* recv_bytes, const size_t* recv_displs, const Signature* as = nullptr);
 // Block r (counts[r] items, blocks packed in rank order in send) of the
 // combined vector lands in rank r's recv. IN_PLACE reads send from recv.
 void reduce_scatter(Context& c, const void* send, void* recv, const size_t* counts, const Combiner& op);
@@ -96,8 +98,12 @@ namespace nodempi::coll {
 // Intercommunicator reductions: an alltoallv over the merged context brings
 // each rank the vectors it must combine (recv_bytes per merged rank, each a
 // whole vector of `count` items or nothing), and they are folded in merged
-// rank order, i.e. in rank order of the sending group, into recv.
+// rank order, i.e. in rank order of the sending group, into recv. `kind`
+// (REDUCE, ALLREDUCE or REDUCE_SCATTER) is what every rank's signature
+// says, with the op and its datatype, so that ranks disagreeing on them
+// fail together (ERR_NOT_SAME); `takes_part` false (MPI_PROC_NULL) leaves
+// this rank's op and datatype out of the comparison.
 void exchange_fold(Context& c, const void* send, const size_t* send_bytes, const size_t* send_displs, void* recv,
-                   const size_t* recv_bytes, size_t count, const Combiner& op);
+                   const size_t* recv_bytes, size_t count, const Combiner& op, uint32_t kind, bool takes_part);
 
 }  // namespace nodempi::coll

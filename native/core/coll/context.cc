@@ -138,14 +138,14 @@ void Context::agree(uint32_t s, const char* what) {
   if (differs(kind)) report("collective", kind, [](uint64_t k) { return std::string("called ") + kind_name(uint32_t(k)); });
   auto root = [](const Signature& g) { return g.root == kNoRoot ? ~uint64_t(0) : uint64_t(g.root); };
   if (differs(root)) report("root", root, [](uint64_t v) { return "passed root " + std::to_string(v); });
-  auto op = [](const Signature& g) { return uint64_t(uint32_t(g.op)); };
+  auto op = [](const Signature& g) { return g.op == kAnyOp ? ~uint64_t(0) : uint64_t(uint32_t(g.op)); };
   if (differs(op)) {
     report("op", op, [](uint64_t v) {
       int32_t id = int32_t(uint32_t(v));
       return id == -1 ? std::string("passed a user-defined op") : "passed op #" + std::to_string(id);
     });
   }
-  auto type = [](const Signature& g) { return uint64_t(g.type); };
+  auto type = [](const Signature& g) { return g.type ? uint64_t(g.type) : ~uint64_t(0); };
   if (differs(type)) report("datatype", type, [](uint64_t v) { return "passed basic type #" + std::to_string(v - 1); });
   auto bytes = [](const Signature& g) { return g.check_bytes ? g.bytes : ~uint64_t(0); };
   if (differs(bytes)) {

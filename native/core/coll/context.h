@@ -33,7 +33,7 @@ namespace nodempi::coll {
 struct Signature {
   uint32_t kind = 0;     // Kind below
   uint32_t root = 0;     // rooted collectives; kNoRoot: "not known here"
-  int32_t op = -2;       // reductions: predefined op id, -1 user op; -2 none
+  int32_t op = -2;       // reductions: predefined op id, -1 user op; -2 none; kAnyOp not compared
   uint32_t type = 0;     // reductions: kernel type id + 1; 0 not compared
   uint64_t bytes = 0;    // bytes per rank where MPI requires them equal
   uint32_t check_bytes = 0;
@@ -44,6 +44,9 @@ static_assert(sizeof(Signature) == 32, "the signature fits its slot header");
 // Passed as the root by intercommunicator members that neither send nor
 // receive (MPI_PROC_NULL) and so need not know where the root is.
 constexpr uint32_t kNoRoot = 0xffffffffu;
+// Passed as the op by intercommunicator members that take no part in a
+// reduction (MPI_PROC_NULL), whose op MPI does not look at.
+constexpr int32_t kAnyOp = -3;
 
 enum Kind : uint32_t {
   BARRIER = 1, BCAST, GATHER, GATHERV, SCATTER, SCATTERV, ALLGATHER, ALLGATHERV, ALLTOALL, ALLTOALLV,
