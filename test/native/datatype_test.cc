@@ -1,7 +1,7 @@
 // Unit test of the datatype engine (native/core/datatype): parsing and
 // checking descriptions, and pack/unpack against an independent reference.
 // Plain C++, no framework: CHECK counts failures, main() exits non-zero if
-// any. Run through test/native/datatype.sh (optimised and sanitized).
+// any. CTest runs it (CMakeLists.txt, NODEMPI_TESTS), optimised and sanitized.
 // `datatype_test --bench` also times a strided pack against memcpy.
 //
 // What it covers:

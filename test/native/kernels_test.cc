@@ -1,6 +1,6 @@
 // Unit test of the predefined reduction kernels (native/core/kernels).
 // Plain C++, no framework: CHECK counts failures, main() exits non-zero if
-// any. Run through test/native/build.sh.
+// any. CTest runs it (CMakeLists.txt, NODEMPI_TESTS), optimised and sanitized.
 //
 // What it covers:
 //   1. the op x type table: present exactly where MPI 4.1 defines a reduction;

@@ -1,14 +1,47 @@
-// The C++ unit tests of the core (kernels, datatype engine), plain and under
-// AddressSanitizer/UBSan, counted with the rest of the suite.
-import { describe, expect, it } from 'vitest';
+// The C++ tests of the core (test/native/*.cc, registered with CTest by
+// CMakeLists.txt's NODEMPI_TESTS): built twice, optimised and under
+// AddressSanitizer + UBSan, and run in their short form. Each CTest test is
+// one test here, so each counts in the suite's results.
+// `npm run test:asan` and `npm run test:tsan` run the long form.
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { explain, root, run } from '../helpers/job.js';
 
-describe('native unit tests', () => {
-  for (const script of ['build.sh', 'datatype.sh']) {
-    it(`test/native/${script} passes (optimised and sanitized)`, async () => {
-      const r = await run('bash', [join(root, 'test', 'native', script)]);
+const flavours = [
+  { name: 'release', options: [] as string[] },
+  { name: 'asan', options: ['-DNODEMPI_SANITIZE=ON'] },
+];
+
+// Configured while the tests are collected: the test names come from CTest.
+function configure(dir: string, options: string[]): string[] {
+  execFileSync('cmake', ['-S', root, '-B', dir, '-DNODEMPI_TESTS=ON', ...options], { stdio: 'pipe' });
+  const listing = execFileSync('ctest', ['--test-dir', dir, '-N', '--show-only=json-v1'], { encoding: 'utf8' });
+  return (JSON.parse(listing) as { tests: { name: string }[] }).tests.map((t) => t.name);
+}
+
+// The short form, whatever the environment says.
+const env = { NODEMPI_TEST_LONG: '0' };
+
+for (const flavour of flavours) {
+  const dir = join(root, 'build', 'native-tests', flavour.name);
+  const tests = configure(dir, flavour.options);
+
+  describe(`C++ tests (${flavour.name})`, () => {
+    beforeAll(async () => {
+      const r = await run('cmake', ['--build', dir, '--parallel', '2']);
       expect(r.status, explain(r)).toBe(0);
-    }, 600_000);
-  }
-});
+    }, 900_000);
+
+    it('are registered', () => {
+      expect(tests.length).toBeGreaterThan(5);
+    });
+
+    for (const name of tests) {
+      it(name, async () => {
+        const r = await run('ctest', ['--test-dir', dir, '-R', `^${name}$`, '--output-on-failure', '--no-tests=error'], env);
+        expect(r.status, explain(r)).toBe(0);
+      }, 900_000);
+    }
+  });
+}
