@@ -7,7 +7,7 @@
 // What it covers:
 //   1. Geometry: page-aligned parts, NODEMPI_SLOT_KB, the lane minimum;
 //   2. Segment: create/attach/unlink/close, the checks attach makes, the
-//      descriptor attach consumes, pids and the attach count;
+//      descriptor a successful attach closes, pids and the attach count;
 //   3. the context pool: exhaustion, members releasing, lines reset on reuse;
 //   4. control lines and slot halves are disjoint and inside the mapping;
 //   5. seq_reached across the 2^32 wrap;
@@ -97,6 +97,20 @@ void test_geometry() {
 
 // ---- 2. Segment life cycle ----------------------------------------------------
 
+// attach on a copy of the launcher's descriptor that must be refused; a
+// refused attach leaves the descriptor open (the caller's to close).
+bool attach_refused(Segment& seg, uint32_t rank, uint32_t nranks, std::string* err) {
+  int fd = dup(seg.fd());
+  Segment* s = Segment::attach(fd, rank, nranks, err);
+  if (s) {
+    delete s;
+    return false;
+  }
+  bool open = fcntl(fd, F_GETFD) != -1;
+  close(fd);
+  return open;
+}
+
 bool name_exists(const std::string& name) {
   int fd = shm_open(name.c_str(), O_RDONLY, 0);
   if (fd < 0) return false;
@@ -122,7 +136,7 @@ void test_segment_lifecycle() {
   CHECK_EQ(h->contexts_state[0].in_use.load(), 1u);
   CHECK_EQ(h->attached.load(), 0u);
 
-  // attach consumes the descriptor it is given, whether or not it succeeds.
+  // A successful attach closes the descriptor it is given (the rank keeps none).
   int fd = dup(seg->fd());
   std::unique_ptr<Segment> r1(Segment::attach(fd, 1, 3, &err));
   CHECK(r1 != nullptr);
@@ -140,18 +154,18 @@ void test_segment_lifecycle() {
   CHECK_EQ(r1->slot(7, 1, 1)[15], 0xab);
 
   g_context = "attach refuses a segment that does not match";
-  CHECK(Segment::attach(dup(seg->fd()), 3, 3, &err) == nullptr);  // rank out of range
+  CHECK(attach_refused(*seg, 3, 3, &err));  // rank out of range
   CHECK(err.find("does not match") != std::string::npos);
-  CHECK(Segment::attach(dup(seg->fd()), 0, 4, &err) == nullptr);  // other size
-  CHECK(Segment::attach(dup(seg->fd()), 0, 0, &err) == nullptr);
+  CHECK(attach_refused(*seg, 0, 4, &err));  // other size
+  CHECK(attach_refused(*seg, 0, 0, &err));
   CHECK(Segment::attach(-1, 0, 3, &err) == nullptr);
   h->magic ^= 1;
   err.clear();
-  CHECK(Segment::attach(dup(seg->fd()), 0, 3, &err) == nullptr);
+  CHECK(attach_refused(*seg, 0, 3, &err));
   CHECK(err.find("not from this nodempi version") != std::string::npos);
   h->magic ^= 1;
   h->version += 1;
-  CHECK(Segment::attach(dup(seg->fd()), 0, 3, &err) == nullptr);
+  CHECK(attach_refused(*seg, 0, 3, &err));
   h->version -= 1;
   CHECK_EQ(h->attached.load(), 1u);  // failed attaches count nothing
 
