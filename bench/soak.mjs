@@ -42,9 +42,9 @@ const segments = () => readdirSync('/dev/shm').filter((f) => f.startsWith('nodem
 const before = new Set(segments());
 
 // V8 sizes its young generation by the allocation rate: with the default
-// flags it starts at 8 MiB and doubles, up to 32 MiB, while the nonblocking
-// requests run (their promises are short-lived garbage), which alone adds
-// ~24 MiB of RSS and ~100 mappings of 256 KiB pages after any warm-up short
+// flags it starts at 8 MiB and doubles, to 16 or 32 MiB, while the
+// nonblocking requests run (their promises are short-lived garbage), which
+// alone adds up to ~24 MiB of RSS and ~100 mappings of 256 KiB pages after any warm-up short
 // of that workload's own length, and then stays put (bench/SOAK.md). So the
 // ranks run with it fixed at that maximum from the start (the semi-space
 // size is not allowed in NODE_OPTIONS, hence `-- node FLAGS script`), and
