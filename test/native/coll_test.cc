@@ -3,14 +3,15 @@
 //   threads    threads of this process, each mapping the segment itself
 //              through Segment::attach on a dup'd descriptor, as thread
 //              mode does (napi/launcher_binding.cc, runtime_binding.cc);
-//   shared     threads sharing the launcher's one mapping, so that
-//              ThreadSanitizer sees every rank's accesses to the slots and
-//              control lines at the same addresses;
 //   processes  forked children attaching to the inherited descriptor.
+// Under ThreadSanitizer only the thread ranks run, and TSan sees each
+// rank's own threads (several contexts at once share the rank's slot sets),
+// not the ranks' synchronisation through the segment: each rank maps it at
+// an address of its own.
 // As the launcher does, this process records each rank's end in the header
 // (and marks the job failed when a rank fails), so waits on a dead rank end.
 //
-// Usage: coll_test threads|shared|processes [np...]   (default np 2 3 4)
+// Usage: coll_test threads|processes [np...]   (default np 2 3 4)
 // NODEMPI_SLOT_KB, NODEMPI_CMA and NODEMPI_CMA_MIN choose the paths taken
 // (CMakeLists.txt registers the combinations); NODEMPI_TEST_LONG=1 runs
 // more rounds and more world sizes.
@@ -32,7 +33,10 @@
 //   8. mismatches (collective, root, op, datatype, size): ERR_NOT_SAME on
 //      every rank, and the communicator still works;
 //   9. several communicator contexts at once, one thread each per rank;
-//  10. a rank that ends early: the others' next collective fails with
+//  10. communicators created and freed one after another, a few alive at
+//      once, well past the slot sets a rank takes fresh: sets move between
+//      contexts and their number stays put;
+//  11. a rank that ends early: the others' next collective fails with
 //      PROC_FAILED instead of hanging.
 #include <signal.h>
 #include <sys/mman.h>
@@ -55,6 +59,7 @@
 #include "core/datatype/typemap.h"
 #include "core/kernels/kernels.h"
 #include "core/transport/segment.h"
+#include "core/transport/slot_sets.h"
 
 using namespace nodempi;
 using namespace nodempi::coll;
@@ -62,7 +67,7 @@ using nodempi::test::g_context;
 
 namespace {
 
-enum class Mode { THREADS, SHARED, PROCESSES };
+enum class Mode { THREADS, PROCESSES };
 
 // Memory every rank sees at the same address in every mode.
 struct Shared {
@@ -661,7 +666,67 @@ void test_contexts(Rank& r, uint32_t salt) {
   for (uint32_t t = 0; t < kExtraContexts; ++t) r.seg->release_context(r.job.contexts[t]);
 }
 
-// ---- 10. A rank that ends early ---------------------------------------------------------
+// ---- 10. Many communicators, one after another ------------------------------------------
+
+// As communicator creation and free do: the leader takes a context from the
+// pool and tells the others its id through COMM_WORLD; every member frees
+// it after its last collective there. A window of contexts stays alive and
+// in use while older ones go, far past the sets a rank takes fresh
+// (SlotSets::kWarmSets), so sets move from context to context; the rank
+// must then keep using about as many as it had.
+void test_many_contexts(Rank& r, uint32_t salt) {
+  const uint32_t rounds = test::long_form() ? 600 : 150, window = 4;
+  const size_t h = r.c.half_bytes();
+  const Combiner sum = kernel(kernels::OpId::SUM, kernels::TypeId::I64);
+  std::unique_ptr<Context> live[window];
+  uint32_t ids[window] = {};
+  for (uint32_t k = 0; k < rounds; ++k) {
+    g_context = "many contexts, round " + std::to_string(k);
+    const uint32_t w = k % window;
+    if (live[w]) {
+      live[w].reset();
+      r.seg->release_context(ids[w]);
+    }
+    uint32_t id = 0;
+    if (r.me == 0) {
+      int got = r.seg->alloc_context(r.n);
+      CHECK(got > 0);
+      id = uint32_t(got);
+    }
+    bcast(r.c, &id, sizeof id, 0);
+    ids[w] = id;
+    live[w] = std::make_unique<Context>(r.seg, id, r.me, world_of(r.n));
+    // Every live context once, the new one with a multi-chunk message.
+    size_t bad = 0;
+    for (uint32_t j = 0; j < window; ++j) {
+      if (!live[j]) continue;
+      const uint32_t s = salt + k * 16 + j;
+      const size_t count = j == w ? h / 8 + 9 : 5 + j;
+      std::vector<int64_t> in(count), out(count);
+      for (size_t i = 0; i < count; ++i) in[i] = value_of(r.me, i, s);
+      allreduce(*live[j], in.data(), out.data(), count, sum);
+      for (size_t i = 0; i < count; ++i) {
+        int64_t want = 0;
+        for (uint32_t q = 0; q < r.n; ++q) want += value_of(q, i, s);
+        bad += out[i] != want;
+      }
+    }
+    CHECK_EQ(bad, size_t(0));
+  }
+  for (uint32_t j = 0; j < window; ++j) {
+    live[j].reset();
+    r.seg->release_context(ids[j]);
+  }
+  g_context = "many contexts: slot sets used";
+  CHECK(r.seg->sets()->used() <= transport::SlotSets::kWarmSets + 2 * window + kExtraContexts);
+  barrier(r.c);
+  // Every context is back in the pool.
+  if (r.me == 0) {
+    for (uint32_t id : ids) CHECK_EQ(r.seg->header()->contexts_state[id].in_use.load(), 0u);
+  }
+}
+
+// ---- 11. A rank that ends early ---------------------------------------------------------
 
 void test_death(Rank& r) {
   g_context = "a rank ends early";
@@ -699,7 +764,6 @@ bool run_job(Mode mode, uint32_t n, bool contexts, const std::function<void(Rank
     std::fprintf(stderr, "Segment::create: %s\n", err.c_str());
     return false;
   }
-  job.seg->unlink_name();
   for (uint32_t t = 0; t < kExtraContexts && contexts; ++t) job.contexts[t] = uint32_t(job.seg->alloc_context(n));
   void* page = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (page == MAP_FAILED) return false;
@@ -752,27 +816,19 @@ bool run_job(Mode mode, uint32_t n, bool contexts, const std::function<void(Rank
       record_end(h, r, WIFEXITED(status) ? 1 + WEXITSTATUS(status) : -WTERMSIG(status), failed);
     }
   } else {
-    if (mode == Mode::SHARED) {
-      for (uint32_t r = 0; r < n; ++r) h->ranks[r].pid.store(int32_t(getpid()));
-    }
     std::vector<std::thread> threads;
     std::atomic<bool> all_fine{true};
     for (uint32_t r = 0; r < n; ++r) {
       threads.emplace_back([&, r] {
-        transport::Segment* seg = job.seg.get();
-        std::unique_ptr<transport::Segment> own;
-        if (mode == Mode::THREADS) {
-          std::string e;
-          own.reset(transport::Segment::attach(dup(job.seg->fd()), r, n, &e));
-          if (!own) {
-            test::fail(__FILE__, __LINE__, "attach: " + e);
-            record_end(h, r, 1 + 3, true);
-            all_fine.store(false);
-            return;
-          }
-          seg = own.get();
+        std::string e;
+        std::unique_ptr<transport::Segment> seg(transport::Segment::attach(dup(job.seg->fd()), r, n, &e));
+        if (!seg) {
+          test::fail(__FILE__, __LINE__, "attach: " + e);
+          record_end(h, r, 1 + 3, true);
+          all_fine.store(false);
+          return;
         }
-        bool fine = rank_main(r, seg);
+        bool fine = rank_main(r, seg.get());
         if (!fine) all_fine.store(false);
         record_end(h, r, fine ? 1 : 2, !fine);
       });
@@ -787,18 +843,17 @@ bool run_job(Mode mode, uint32_t n, bool contexts, const std::function<void(Rank
   return ok && test::g_failures.load() == failures_before;
 }
 
-const char* mode_name(Mode m) { return m == Mode::THREADS ? "threads" : m == Mode::SHARED ? "shared" : "processes"; }
+const char* mode_name(Mode m) { return m == Mode::THREADS ? "threads" : "processes"; }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: coll_test threads|shared|processes [np...]\n");
+    std::fprintf(stderr, "usage: coll_test threads|processes [np...]\n");
     return 2;
   }
   Mode mode;
   if (std::strcmp(argv[1], "threads") == 0) mode = Mode::THREADS;
-  else if (std::strcmp(argv[1], "shared") == 0) mode = Mode::SHARED;
   else if (std::strcmp(argv[1], "processes") == 0) mode = Mode::PROCESSES;
   else {
     std::fprintf(stderr, "coll_test: unknown mode %s\n", argv[1]);
@@ -824,6 +879,7 @@ int main(int argc, char** argv) {
         test_mismatch(r, salt);
       }
       test_contexts(r, 0);
+      test_many_contexts(r, 0);
       barrier(r.c);
     });
     ok = run_job(mode, n, false, test_death) && ok;

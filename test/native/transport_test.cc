@@ -6,17 +6,21 @@
 //
 // What it covers:
 //   1. Geometry: page-aligned parts, NODEMPI_SLOT_KB, the lane minimum;
-//   2. Segment: create/attach/unlink/close, the checks attach makes, the
-//      descriptor a successful attach closes, pids and the attach count;
-//   3. the context pool: exhaustion, members releasing, lines reset on reuse;
-//   4. control lines and slot halves are disjoint and inside the mapping;
+//   2. Segment: create (a memfd)/attach/close, the checks attach makes, a
+//      rank claimed once, the descriptor a successful attach closes, pids
+//      and the attach count;
+//   3. the context pool: exhaustion, members releasing, lines reset and the
+//      generation advanced on reuse;
+//   4. control lines and slot sets' halves are disjoint and inside the
+//      mapping;
 //   5. seq_reached across the 2^32 wrap;
 //   6. wait_for/post: each path alone (spin, yield, futex, checked by the
 //      waiter count the poster sees), several sleepers woken by one post,
 //      ping-pong across the wrap;
-//   7. liveness: a failed job, a rank the launcher reaped, a pid that is
-//      gone, a launcher that is gone, a launcher that was our parent -- each
-//      turns a wait into PROC_FAILED;
+//   7. liveness: a failed job, a job the launcher ends, a rank leaving (the
+//      peer or this one), a rank the launcher reaped, a pid that is gone, a
+//      launcher that is gone, a launcher that was our parent -- each turns
+//      a wait into PROC_FAILED;
 //   8. cma_read/cma_write: within the process, into and out of a child,
 //      refused for a process that is gone;
 //   9. exchange(): two and three leaders, tags kept apart.
@@ -81,7 +85,8 @@ void test_geometry() {
     CHECK(g.ctrl_offset % 4096 == 0 && g.slots_offset % 4096 == 0);
     CHECK(g.ctrl_offset >= sizeof(Header));
     CHECK(g.slots_offset >= g.ctrl_offset + sizeof(CtrlLine) * kContexts * n);
-    CHECK_EQ(g.total_bytes, g.slots_offset + size_t(kContexts) * n * 2 * g.half_bytes);
+    // Slot sets belong to ranks: kSets of them each, mostly never touched.
+    CHECK_EQ(g.total_bytes, g.slots_offset + size_t(n) * kSets * 2 * g.half_bytes);
   }
   g_context = "geometry with NODEMPI_SLOT_KB";
   setenv("NODEMPI_SLOT_KB", "4", 1);
@@ -111,11 +116,11 @@ bool attach_refused(Segment& seg, uint32_t rank, uint32_t nranks, std::string* e
   return open;
 }
 
-bool name_exists(const std::string& name) {
-  int fd = shm_open(name.c_str(), O_RDONLY, 0);
-  if (fd < 0) return false;
-  close(fd);
-  return true;
+// What /proc/self/fd says descriptor `fd` is.
+std::string fd_target(int fd) {
+  char link[4096];
+  ssize_t n = readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), link, sizeof link - 1);
+  return n > 0 ? std::string(link, size_t(n)) : std::string();
 }
 
 void test_segment_lifecycle() {
@@ -126,8 +131,11 @@ void test_segment_lifecycle() {
 
   auto seg = create_segment(3);
   const std::string name = seg->name();
-  CHECK(name.rfind("/nodempi-", 0) == 0 && name.size() == 9 + 32);
-  CHECK(name_exists(name));
+  // A memfd: no path anyone could open, its name only for diagnostics.
+  CHECK(name.rfind("nodempi-", 0) == 0 && name.size() == 8 + 32);
+  CHECK(fd_target(seg->fd()).rfind("/memfd:" + name, 0) == 0);
+  CHECK(fcntl(seg->fd(), F_GETFD) & FD_CLOEXEC);
+  CHECK(seg->sets() == nullptr);  // the launcher writes no slots
   Header* h = seg->header();
   CHECK_EQ(h->magic, kMagic);
   CHECK_EQ(h->version, kVersion);
@@ -145,13 +153,15 @@ void test_segment_lifecycle() {
   CHECK_EQ(h->ranks[1].pid.load(), int32_t(getpid()));
   CHECK_EQ(r1->fd(), -1);
   CHECK(r1->name().empty());
+  CHECK_EQ(r1->rank(), 1u);
+  CHECK(r1->sets() != nullptr);
   // Another mapping of the same memory.
   CHECK(r1->header() != h);
   r1->ctrl(5, 2)->seq.store(77);
   CHECK_EQ(seg->ctrl(5, 2)->seq.load(), 77u);
   r1->ctrl(5, 2)->seq.store(0);
-  std::memset(seg->slot(7, 1, 1), 0xab, 16);
-  CHECK_EQ(r1->slot(7, 1, 1)[15], 0xab);
+  std::memset(seg->slot(1, 7, 1), 0xab, 16);
+  CHECK_EQ(r1->slot(1, 7, 1)[15], 0xab);
 
   g_context = "attach refuses a segment that does not match";
   CHECK(attach_refused(*seg, 3, 3, &err));  // rank out of range
@@ -169,12 +179,13 @@ void test_segment_lifecycle() {
   h->version -= 1;
   CHECK_EQ(h->attached.load(), 1u);  // failed attaches count nothing
 
-  g_context = "unlink and close";
-  seg->unlink_name();
-  CHECK(!name_exists(name));
-  CHECK(seg->name().empty());
-  seg->unlink_name();  // twice is harmless
-  // The mapping and the descriptor outlive the name.
+  g_context = "attach claims its rank";
+  err.clear();
+  CHECK(attach_refused(*seg, 1, 3, &err));
+  CHECK(err.find("rank 1 of this job is already running") != std::string::npos);
+  CHECK_EQ(h->attached.load(), 1u);
+
+  g_context = "close";
   std::unique_ptr<Segment> r2(Segment::attach(dup(seg->fd()), 2, 3, &err));
   CHECK(r2 != nullptr);
   CHECK_EQ(h->attached.load(), 2u);
@@ -184,12 +195,6 @@ void test_segment_lifecycle() {
   r2.reset();
   r1.reset();
   CHECK_EQ(h->nranks, 3u);  // the launcher's mapping is still there
-
-  g_context = "destructor unlinks a name still there";
-  auto other = create_segment(1);
-  std::string other_name = other->name();
-  other.reset();
-  CHECK(!name_exists(other_name));
 }
 
 // ---- 3. The context pool ------------------------------------------------------
@@ -206,6 +211,9 @@ void test_contexts() {
   seg->ctrl(9, 0)->seq.store(41);
   seg->ctrl(9, 1)->seq.store(40);
   seg->ctrl(9, 1)->waiters.store(3);
+  seg->ctrl(9, 1)->set.store(5);
+  seg->ctrl(9, 0)->done.store(41);
+  const uint32_t generation = seg->header()->contexts_state[9].generation.load();
   seg->release_context(9);
   CHECK_EQ(seg->alloc_context(2), -1);
   seg->release_context(9);
@@ -216,6 +224,10 @@ void test_contexts() {
   CHECK_EQ(seg->ctrl(9, 0)->seq.load(), 0u);
   CHECK_EQ(seg->ctrl(9, 1)->seq.load(), 0u);
   CHECK_EQ(seg->ctrl(9, 1)->waiters.load(), 0u);
+  CHECK_EQ(seg->ctrl(9, 1)->set.load(), 0u);
+  CHECK_EQ(seg->ctrl(9, 0)->done.load(), 0u);
+  // A new use of the context: sets bound to the old one become free.
+  CHECK_EQ(seg->header()->contexts_state[9].generation.load(), generation + 1);
 
   // COMM_WORLD's context and ids out of range are never released.
   seg->release_context(0);
@@ -250,26 +262,33 @@ void test_layout() {
   const Geometry& g = seg->geometry();
   CHECK_EQ(g.half_bytes, size_t(4096));
   auto* base = reinterpret_cast<uint8_t*>(seg->header());
-  const uint8_t* prev_line = nullptr;
-  const uint8_t* prev_slot = nullptr;
+  const uint8_t* prev = nullptr;
+  size_t bad = 0;
   for (uint32_t c = 0; c < kContexts; ++c) {
-    for (uint32_t r = 0; r < 3; ++r) {
-      auto* line = reinterpret_cast<uint8_t*>(seg->ctrl(c, r));
-      CHECK(line >= base + g.ctrl_offset && line + sizeof(CtrlLine) <= base + g.slots_offset);
-      CHECK(reinterpret_cast<uintptr_t>(line) % kCacheLine == 0);
-      if (prev_line) CHECK(line == prev_line + sizeof(CtrlLine));
-      prev_line = line;
-      for (uint32_t half = 0; half < 2; ++half) {
-        uint8_t* s = seg->slot(c, r, half);
-        CHECK(s >= base + g.slots_offset && s + g.half_bytes <= base + g.total_bytes);
-        if (prev_slot) CHECK(s == prev_slot + g.half_bytes);
-        prev_slot = s;
-      }
-      CHECK(seg->slot(c, r, 2) == seg->slot(c, r, 0));  // halves by parity
+    for (uint32_t m = 0; m < 3; ++m) {
+      auto* line = reinterpret_cast<uint8_t*>(seg->ctrl(c, m));
+      bad += !(line >= base + g.ctrl_offset && line + sizeof(CtrlLine) <= base + g.slots_offset);
+      bad += reinterpret_cast<uintptr_t>(line) % kCacheLine != 0;
+      bad += prev && line != prev + sizeof(CtrlLine);
+      prev = line;
     }
   }
+  CHECK_EQ(bad, size_t(0));
+  prev = nullptr;
+  for (uint32_t r = 0; r < 3; ++r) {
+    for (uint32_t set = 0; set < kSets; ++set) {
+      for (uint32_t half = 0; half < 2; ++half) {
+        uint8_t* s = seg->slot(r, set, half);
+        bad += !(s >= base + g.slots_offset && s + g.half_bytes <= base + g.total_bytes);
+        bad += prev && s != prev + g.half_bytes;
+        prev = s;
+      }
+      bad += seg->slot(r, set, 2) != seg->slot(r, set, 0);  // halves by parity
+    }
+  }
+  CHECK_EQ(bad, size_t(0));
   // Every byte of the last half is writable.
-  std::memset(seg->slot(kContexts - 1, 2, 1), 0x5a, g.half_bytes);
+  std::memset(seg->slot(2, kSets - 1, 1), 0x5a, g.half_bytes);
 }
 
 // ---- 5. Serial-number comparison ----------------------------------------------
@@ -424,6 +443,26 @@ void test_liveness() {
       h->failed_rank.store(1);
       h->failed.store(1);
     });
+  }
+  g_context = "liveness: the launcher ends the job";
+  {
+    auto seg = create_segment(2);
+    Header* h = seg->header();
+    wait_fails(*seg, 1, "the launcher is ending the job", [&] {
+      h->failed_rank.store(-1);
+      h->failed.store(1);
+    });
+  }
+  g_context = "liveness: the peer is leaving the job";
+  {
+    auto seg = create_segment(2);
+    wait_fails(*seg, 1, "rank 1 has left the job (finalize or exit) while rank 0 waits for it",
+               [&] { seg->header()->ranks[1].leaving.store(1); });
+  }
+  g_context = "liveness: this rank is leaving the job";
+  {
+    auto seg = create_segment(2);
+    wait_fails(*seg, 1, "rank 0 is leaving the job", [&] { seg->header()->ranks[0].leaving.store(1); });
   }
   g_context = "liveness: the launcher recorded the rank's end";
   {
