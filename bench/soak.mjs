@@ -3,8 +3,7 @@
 // 100,000 nonblocking requests, after a warm-up), and every rank reports its
 // resident set, open descriptors and mappings after the warm-up, halfway and
 // at the end. Prints a table and exits 1 when any of them grew by 10 % or
-// more from start to end on any rank, when a check in the job failed, or
-// when the job left a segment in /dev/shm.
+// more from start to end on any rank, or when a check in the job failed.
 //
 //   npm run soak                      the full counts; writes bench/results/soak.json
 //   node bench/soak.mjs --scale 0.02  a short form (test/stress/soak.test.ts)
@@ -13,7 +12,7 @@
 //            --v8-defaults (V8's young generation left to grow, see below)
 // bench/SOAK.md has the results of a full run.
 import { spawn } from 'node:child_process';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,9 +36,6 @@ for (let i = 2; i < process.argv.length; i++) {
   }
 }
 if (o.scale === 1 && !o.only && !o.v8Defaults && o.json === undefined) o.json = join(ROOT, 'bench', 'results', 'soak.json');
-
-const segments = () => readdirSync('/dev/shm').filter((f) => f.startsWith('nodempi-'));
-const before = new Set(segments());
 
 // V8 sizes its young generation by the allocation rate: with the default
 // flags it starts at 8 MiB and doubles, to 16 or 32 MiB, while the
@@ -67,8 +63,6 @@ reports.sort((a, b) => a.rank - b.rank);
 const problems = [];
 if (job.status !== 0) problems.push(`the job ended with status ${job.status}${job.signal ? ` (${job.signal})` : ''}`);
 if (reports.length !== o.np) problems.push(`${reports.length} of ${o.np} ranks reported`);
-const left = segments().filter((f) => !before.has(f));
-if (left.length) problems.push(`segments left in /dev/shm: ${left.join(', ')}`);
 
 const growth = (a, b) => ((b - a) / a) * 100;
 const fmt = (x) => (x >= 0 ? '+' : '') + x.toFixed(1) + ' %';
