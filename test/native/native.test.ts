@@ -38,7 +38,7 @@ for (const flavour of flavours) {
     }, 900_000);
 
     it('are registered', () => {
-      expect(tests.length).toBeGreaterThan(4);
+      expect(tests.length).toBeGreaterThanOrEqual(4);  // the TSan build has the fewest
     });
 
     for (const name of tests) {
