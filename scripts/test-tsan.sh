@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # npm run test:tsan [-- ctest arguments]: the C++ tests that run threads
-# (transport, progress lanes, collectives with thread ranks sharing one
-# mapping) under ThreadSanitizer, in their long form, with zero reports.
+# (transport, progress lanes, collectives with thread ranks and several
+# contexts per rank) under ThreadSanitizer, in their long form, with zero
+# reports. TSan sees each rank's own threads, not the ranks synchronising
+# through the segment (each maps it at an address of its own).
 # Built into build-tsan/ (CMakeLists.txt, NODEMPI_TSAN=ON); the addon is
 # not built (Node cannot load a TSan build).
 #
