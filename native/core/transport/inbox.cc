@@ -38,24 +38,20 @@ std::vector<int32_t> exchange(Segment& seg, uint32_t self, uint32_t peer, uint32
   //    sent us what we received), so it will take it.
   Outbox& out = h->outboxes[self];
   unsigned rounds = 0;
-  while (out.state.load(std::memory_order_acquire) != 0) pause_for(live, out.to, rounds);
-  out.to = peer;
-  out.tag = tag;
+  for (uint64_t l; (l = out.label.load(std::memory_order_acquire)) != 0;) pause_for(live, uint32_t(l) >> 1, rounds);
   out.count = uint32_t(data.size());
   for (size_t i = 0; i < data.size(); ++i) out.data[i] = data[i];
-  out.state.store(2, std::memory_order_release);
+  out.label.store(outbox_label(peer, tag), std::memory_order_release);
 
   // 2. Receive: wait for the peer's outbox to hold its message to us with
   //    this tag, copy it, and empty the outbox.
   Outbox& in = h->outboxes[peer];
+  const uint64_t mine = outbox_label(self, tag);
   rounds = 0;
-  for (;;) {
-    if (in.state.load(std::memory_order_acquire) == 2 && in.to == self && in.tag == tag) break;
-    pause_for(live, peer, rounds);
-  }
+  while (in.label.load(std::memory_order_acquire) != mine) pause_for(live, peer, rounds);
   uint32_t count = in.count <= kMaxRanks + 4 ? in.count : 0;
   std::vector<int32_t> got(in.data, in.data + count);
-  in.state.store(0, std::memory_order_release);
+  in.label.store(0, std::memory_order_release);
   return got;
 }
 

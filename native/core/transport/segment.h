@@ -25,7 +25,7 @@
 namespace nodempi::transport {
 
 constexpr uint64_t kMagic = 0x69706d65646f6e31ull;  // "1nodempi"
-constexpr uint32_t kVersion = 3;
+constexpr uint32_t kVersion = 4;
 constexpr uint32_t kMaxRanks = 256;
 constexpr uint32_t kContexts = 4096;  // COMM_WORLD is context 0; the rest are a pool
 constexpr uint32_t kSets = kContexts;  // slot sets per rank
@@ -79,14 +79,16 @@ struct ContextSlot {
 // and only while it is empty; only the addressee empties it. An outbox
 // rather than an inbox, so a message to a busy leader never blocks a third
 // rank's message to the same leader (creations with other tags may run
-// concurrently, in any order).
+// concurrently, in any order). `label` says whom the message is for and
+// with which tag, in the one word the owner publishes last: a leader that
+// polls an outbox holding someone else's message reads nothing else of it,
+// so the owner may rewrite the rest as soon as that one has emptied it.
 struct Outbox {
-  std::atomic<uint32_t> state;  // 0 empty, 2 full
-  uint32_t to;
-  uint32_t tag;
+  std::atomic<uint64_t> label;  // 0 empty; else outbox_label(to, tag)
   uint32_t count;
   int32_t data[kMaxRanks + 4];
 };
+inline uint64_t outbox_label(uint32_t to, uint32_t tag) { return uint64_t(tag) << 32 | uint64_t(to) << 1 | 1; }
 
 struct alignas(kCacheLine) Header {
   uint64_t magic;
