@@ -273,8 +273,8 @@ void test_layout() {
   }
   CHECK_EQ(bad, size_t(0));
   prev = nullptr;
-  for (uint32_t r = 0; r < 3; ++r) {
-    for (uint32_t set = 0; set < kSets; ++set) {
+  for (uint32_t set = 0; set < kSets; ++set) {
+    for (uint32_t r = 0; r < 3; ++r) {
       for (uint32_t half = 0; half < 2; ++half) {
         uint8_t* s = seg->slot(r, set, half);
         bad += !(s >= base + g.slots_offset && s + g.half_bytes <= base + g.total_bytes);

@@ -215,7 +215,7 @@ void Segment::release_context(uint32_t context) {
 }
 
 uint8_t* Segment::slot(uint32_t rank, uint32_t set, uint32_t half) const {
-  size_t index = (size_t(rank) * kSets + set) * 2 + (half & 1);
+  size_t index = (size_t(set) * geo_.nranks + rank) * 2 + (half & 1);
   return static_cast<uint8_t*>(base_) + geo_.slots_offset + index * geo_.half_bytes;
 }
 

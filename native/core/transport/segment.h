@@ -4,7 +4,7 @@
 // Layout (every part page-aligned, offsets computed from the header alone):
 //   Header          magic, version, world size, pids, liveness, abort state
 //   control lines   [context][member] one 128-byte CtrlLine each
-//   slot sets       [world rank][set] two halves of `half_bytes` each
+//   slot sets       [set][world rank] two halves of `half_bytes` each
 //
 // A communicator costs its members one control line each; data moves
 // through slot sets that belong to ranks, not to communicators. A rank
@@ -14,7 +14,11 @@
 // communicators are busy at once, not how many exist. There are as many
 // sets per rank as contexts, so a free one always exists: a rank never
 // waits for a set, whatever its peers are doing. The mapping is that large
-// but sparse: only pages that carried data take memory.
+// but sparse: only pages that carried data take memory. Set j of every
+// rank sits together, as a communicator's slots did when they were fixed:
+// the ranks of a busy communicator mostly write the same low sets, and
+// their halves a few pages apart rather than gigabytes apart cost each
+// collective less in address translation (bench/CORE.md).
 #pragma once
 #include <atomic>
 #include <cstddef>
