@@ -163,8 +163,8 @@ void Context::agree(uint32_t s, const char* what) {
   auto algo = [](const Signature& g) { return g.algo ? uint64_t(g.algo) : ~uint64_t(0); };
   if (differs(algo)) {
     const uint32_t k = header(rank_, s)->sig.kind;
-    report("algorithm", algo, [k](uint64_t v) {
-      return std::string("chose ") + kind_name(k) + "_" + algo_name(Algo(v)) + " (NODEMPI_ALGO differs)";
+    report("algorithm (NODEMPI_ALGO differs)", algo, [k](uint64_t v) {
+      return std::string("chose ") + kind_name(k) + "_" + algo_name(Algo(v));
     });
   }
 }

@@ -10,9 +10,6 @@ namespace nodempi::coll {
 
 namespace {
 
-// Up to this many bytes an allreduce or reduce folds the whole vector in
-// one phase (every rank, or the root, folding alone beats sharing the work).
-constexpr uint64_t kSmallReduceBytes = 8192;
 // scan and exscan take single copies up to this size. Above it the slot
 // pipeline, which overlaps the lower ranks' copies with the folds, wins:
 // 2 ranks, 16 MiB, scan 3.4-4.1 ms through the slots against 7.2-8.0 ms

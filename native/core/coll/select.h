@@ -21,6 +21,10 @@ class Context;
 enum class Algo : uint8_t { AUTO = 0, FLAT, SLICED, PIPELINED, DIRECT };
 const char* algo_name(Algo a);
 
+// Up to this many bytes an allreduce or reduce folds the whole vector in
+// one phase (every rank, or the root, folding alone beats sharing the work).
+constexpr uint64_t kSmallReduceBytes = 8192;
+
 // Kind values (context.h) run from 1 to 15.
 constexpr uint32_t kKinds = 16;
 
