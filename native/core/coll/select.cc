@@ -42,7 +42,7 @@ struct Row {
 // flat needs the vector to fit one slot half (B <= H), sliced needs B > 0,
 // direct needs single copy; otherwise the rule decides.
 constexpr Row kTable[kKinds] = {
-    // collective       through the slots   other           automatic choice
+    // collective    slots            other         automatic choice
     {0,              Algo::AUTO,      Algo::AUTO,   Rule::ONE},
     {BARRIER,        Algo::FLAT,      Algo::AUTO,   Rule::ONE},
     {BCAST,          Algo::PIPELINED, Algo::DIRECT, Rule::DIRECT_FROM},
@@ -118,13 +118,13 @@ Algo select_for(uint32_t kind, uint64_t bytes, size_t half, bool single_copy, si
 }
 
 Algo select(const Context& c, uint32_t kind, uint64_t bytes) {
-  const Algo forced = tuning().algo.kind[kind < kKinds ? kind : 0];
-  const Row& row = kTable[kind < kKinds ? kind : 0];
+  const Tuning& t = tuning();
+  if (kind >= kKinds) kind = 0;
   bool single_copy = false;
-  if (row.other == Algo::DIRECT && c.size() > 1 && c.segment()) {
+  if (kTable[kind].other == Algo::DIRECT && c.size() > 1 && c.segment()) {
     single_copy = transport::cma_mode(c.segment()->geometry().nranks) != transport::CmaMode::OFF;
   }
-  return select_for(kind, bytes, c.half_bytes(), single_copy, transport::cma_min_bytes(), forced);
+  return select_for(kind, bytes, c.half_bytes(), single_copy, t.cma_min, t.algo.kind[kind]);
 }
 
 ForcedAlgos parse_forced_algos(const char* text, std::string* error) {
