@@ -43,6 +43,7 @@
 #include "core/transport/inbox.h"
 #include "core/transport/segment.h"
 #include "core/transport/wait.h"
+#include "core/tuning.h"
 
 using namespace nodempi;
 using namespace nodempi::transport;
@@ -76,6 +77,7 @@ void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms
 void test_geometry() {
   g_context = "geometry";
   unsetenv("NODEMPI_SLOT_KB");
+  nodempi::retune();
   for (uint32_t n : {1u, 2u, 8u, 9u, 32u, 33u, 256u}) {
     Geometry g = Geometry::for_ranks(n);
     CHECK_EQ(g.nranks, n);
@@ -88,14 +90,18 @@ void test_geometry() {
   }
   g_context = "geometry with NODEMPI_SLOT_KB";
   setenv("NODEMPI_SLOT_KB", "4", 1);
+  nodempi::retune();
   CHECK_EQ(Geometry::for_ranks(4).half_bytes, size_t(4096));
   // Every rank's lane needs 64 bytes: 256 ranks make it 16 KiB.
   CHECK_EQ(Geometry::for_ranks(256).half_bytes, size_t(256 * 64));
   setenv("NODEMPI_SLOT_KB", "3", 1);  // below the minimum: ignored
+  nodempi::retune();
   CHECK_EQ(Geometry::for_ranks(4).half_bytes, size_t(256 * 1024));
   setenv("NODEMPI_SLOT_KB", "junk", 1);
+  nodempi::retune();
   CHECK_EQ(Geometry::for_ranks(4).half_bytes, size_t(256 * 1024));
   unsetenv("NODEMPI_SLOT_KB");
+  nodempi::retune();
 }
 
 // ---- 2. Segment life cycle ----------------------------------------------------
@@ -255,8 +261,10 @@ void test_contexts() {
 void test_layout() {
   g_context = "layout";
   setenv("NODEMPI_SLOT_KB", "4", 1);
+  nodempi::retune();
   auto seg = create_segment(3);
   unsetenv("NODEMPI_SLOT_KB");
+  nodempi::retune();
   const Geometry& g = seg->geometry();
   CHECK_EQ(g.half_bytes, size_t(4096));
   auto* base = reinterpret_cast<uint8_t*>(seg->header());

@@ -3,6 +3,7 @@
 
 #include "core/coll/coll.h"
 #include "core/coll/direct.h"
+#include "core/coll/select.h"
 #include "core/transport/cma.h"
 
 namespace nodempi::coll {
@@ -31,7 +32,8 @@ void allgather(Context& c, const Layout& send, const Layout& recv, size_t bytes)
   sig.kind = ALLGATHER;
   sig.bytes = bytes;
   sig.check_bytes = 1;
-  Direct d(c, bytes);
+  sig.algo = uint16_t(Algo::FLAT);  // Direct::sign signs the direct algorithm
+  Direct d(c, ALLGATHER, bytes);
   const bool flat = recv.contiguous() && send.contiguous();
   const uint8_t* in = send.absent() ? recv.data() + mine : send.data();
   if (d.large() && d.sign(sig, in, nullptr, "allgather", 0, !flat)) {

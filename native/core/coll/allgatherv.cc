@@ -3,6 +3,7 @@
 
 #include "core/coll/coll.h"
 #include "core/coll/direct.h"
+#include "core/coll/select.h"
 #include "core/transport/cma.h"
 
 namespace nodempi::coll {
@@ -39,7 +40,8 @@ void allgatherv(Context& c, const void* send, size_t send_bytes, void* recv, con
   sig.kind = ALLGATHERV;
   // The largest block decides, the same on every rank (MPI requires equal
   // recvcounts everywhere; ranks that differ disagree on the protocol).
-  Direct d(c, largest);
+  sig.algo = uint16_t(Algo::FLAT);  // Direct::sign signs the direct algorithm
+  Direct d(c, ALLGATHERV, largest);
   if (d.large() && d.sign(sig, in, nullptr, "allgatherv", mine)) {
     bool ok = true;
     size_t truncated_from = SIZE_MAX;

@@ -11,7 +11,7 @@ namespace {
 // every rank computes bit-identical results without a second phase.
 void allreduce_flat(Context& c, const uint8_t* in, uint8_t* out, size_t count, const Combiner& op) {
   const uint32_t n = c.size(), me = c.rank();
-  uint32_t s = c.open(reduction_sig(ALLREDUCE, 0, op, count), "allreduce");
+  uint32_t s = c.open(reduction_sig(ALLREDUCE, 0, op, count, Algo::FLAT), "allreduce");
   if (count) std::memcpy(c.slot(me, s), in, count * op.item);
   c.post(s);
   c.agree(s, "allreduce");
@@ -33,7 +33,7 @@ void allreduce_sliced(Context& c, const uint8_t* in, uint8_t* out, size_t count,
   const uint8_t* src[transport::kMaxRanks];
   for (size_t first = 0; first < count; first += per_round) {
     size_t m = std::min(per_round, count - first);
-    uint32_t s = first == 0 ? c.open(reduction_sig(ALLREDUCE, 0, op, count), "allreduce") : c.next_phase();
+    uint32_t s = first == 0 ? c.open(reduction_sig(ALLREDUCE, 0, op, count, Algo::SLICED), "allreduce") : c.next_phase();
     if (first) c.acquire_slot(s, "allreduce");
     std::memcpy(c.slot(me, s), in + first * item, m * item);
     c.post(s);
@@ -67,7 +67,7 @@ void allreduce(Context& c, const void* send, void* recv, size_t count, const Com
     if (send && count) std::memcpy(out, in, count * op.item);
     return;
   }
-  if (count * op.item <= std::min(kSmallReduceBytes, c.half_bytes())) {
+  if (select(c, ALLREDUCE, count * op.item) == Algo::FLAT) {
     allreduce_flat(c, in, out, count, op);
   } else {
     allreduce_sliced(c, in, out, count, op);

@@ -3,6 +3,7 @@
 
 #include "core/coll/coll.h"
 #include "core/coll/direct.h"
+#include "core/coll/select.h"
 #include "core/transport/cma.h"
 
 namespace nodempi::coll {
@@ -31,7 +32,8 @@ void alltoall(Context& c, const void* send, void* recv, size_t bytes) {
   sig.kind = ALLTOALL;
   sig.bytes = bytes;
   sig.check_bytes = 1;
-  Direct d(c, bytes);
+  sig.algo = uint16_t(Algo::FLAT);  // Direct::sign signs the direct algorithm
+  Direct d(c, ALLTOALL, bytes);
   if (d.large() && d.sign(sig, send, nullptr, "alltoall")) {
     bool in_place_somewhere = false;
     for (uint32_t r = 0; r < n; ++r) in_place_somewhere = in_place_somewhere || d.a(r) == nullptr;

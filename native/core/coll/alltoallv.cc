@@ -3,6 +3,7 @@
 
 #include "core/coll/coll.h"
 #include "core/coll/direct.h"
+#include "core/coll/select.h"
 #include "core/coll/lanes.h"
 #include "core/transport/cma.h"
 
@@ -41,7 +42,7 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
   const Lanes lanes(c);
   // Not with IN_PLACE: every block must be in the slots before recv is
   // overwritten.
-  const bool ready = send && direct_ready(c);
+  const bool ready = send && direct_ready(c) && select(c, ALLTOALLV, 0) == Algo::DIRECT;
   // The sender decides for each block whether it skips the first phase.
   auto chunks_of = [&](uint32_t r) { return lanes.chunks(skips_first(ready, sb[r])); };
   uint64_t phases = 1;

@@ -2,6 +2,7 @@
 
 #include "core/coll/coll.h"
 #include "core/coll/direct.h"
+#include "core/coll/select.h"
 #include "core/transport/cma.h"
 
 namespace nodempi::coll {
@@ -24,7 +25,8 @@ void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
   sig.root = root;
   sig.bytes = bytes;
   sig.check_bytes = 1;
-  Direct d(c, bytes);
+  sig.algo = uint16_t(Algo::PIPELINED);  // Direct::sign signs the direct algorithm
+  Direct d(c, BCAST, bytes);
   if (d.large() && d.sign(sig, buf.data(), nullptr, "bcast", 0, !buf.contiguous())) {
     bool ok = c.rank() == root || transport::cma_read(d.pid(root), buf.data(), d.a(root), bytes);
     if (d.finish(ok, "bcast")) return;

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "core/coll/select.h"
 #include "core/error.h"
 
 namespace nodempi::coll {
@@ -155,7 +156,15 @@ void Context::agree(uint32_t s, const char* what) {
   auto protocol = [](const Signature& g) { return uint64_t((g.direct >> 1) & 1); };
   if (differs(protocol)) {
     report("protocol", protocol, [](uint64_t v) {
-      return std::string(v ? "took" : "did not take") + " the single-copy path (NODEMPI_CMA differs)";
+      return std::string(v ? "took" : "did not take") +
+             " the single-copy path (NODEMPI_CMA, NODEMPI_CMA_MIN or NODEMPI_ALGO differs)";
+    });
+  }
+  auto algo = [](const Signature& g) { return g.algo ? uint64_t(g.algo) : ~uint64_t(0); };
+  if (differs(algo)) {
+    const uint32_t k = header(rank_, s)->sig.kind;
+    report("algorithm (NODEMPI_ALGO differs)", algo, [k](uint64_t v) {
+      return std::string("chose ") + kind_name(k) + "_" + algo_name(Algo(v));
     });
   }
 }

@@ -36,7 +36,8 @@ struct Signature {
   int32_t op = -2;       // reductions: predefined op id, -1 user op; -2 none; kAnyOp not compared
   uint32_t type = 0;     // reductions: kernel type id + 1; 0 not compared
   uint64_t bytes = 0;    // bytes per rank where MPI requires them equal
-  uint32_t check_bytes = 0;
+  uint16_t check_bytes = 0;
+  uint16_t algo = 0;     // the Algo chosen (coll/select.h); 0 not compared
   uint32_t direct = 0;   // single-copy path (coll/direct.h): bit 1 compared, bits 0 and 2 not
 };
 static_assert(sizeof(Signature) == 32, "the signature fits its slot header");

@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "core/coll/select.h"
 #include "core/transport/cma.h"
 
 namespace nodempi::coll {
@@ -30,9 +31,7 @@ bool direct_all(const Context& c, uint32_t s) {
   return true;
 }
 
-Direct::Direct(Context& c, size_t bytes, size_t max_bytes)
-    : c_(c),
-      large_(mode_of(c) != transport::CmaMode::OFF && bytes >= transport::cma_min_bytes() && bytes <= max_bytes) {}
+Direct::Direct(Context& c, uint32_t kind, size_t bytes) : c_(c), large_(select(c, kind, bytes) == Algo::DIRECT) {}
 
 bool Direct::sign(const Signature& sig, const void* a, const void* b, const char* what, uint64_t bytes, bool slots) {
   Signature mine = sig;
@@ -40,6 +39,7 @@ bool Direct::sign(const Signature& sig, const void* a, const void* b, const char
   // that disagree fail together); bit 0: this rank can copy directly; bit 2:
   // this rank asks for the slots this time.
   mine.direct = 2 | (direct_ready(c_) ? 1 : 0) | (slots ? 4 : 0);
+  mine.algo = uint16_t(Algo::DIRECT);
   s_ = c_.open(mine, what);
   SlotHeader* h = c_.header(c_.rank(), s_);
   h->addr[0] = reinterpret_cast<uint64_t>(a);

@@ -60,11 +60,11 @@ bool direct_rest(Context& c, uint32_t s, uint64_t phases, const char* what, Copi
 
 class Direct {
  public:
-  // Decides, before any phase, whether this call takes the separate
-  // signature phase: messages of at least the single-copy size (the same
-  // on every rank, or the signature check fails on all of them), and at
-  // most `max_bytes` where the caller's slot pipeline wins above that.
-  Direct(Context& c, size_t bytes, size_t max_bytes = SIZE_MAX);
+  // Decides, before any phase, whether this call of collective `kind`
+  // takes the separate signature phase: when the selection table
+  // (select.h) picks its direct algorithm for `bytes`. Ranks that decide
+  // differently fail the signature check together.
+  Direct(Context& c, uint32_t kind, size_t bytes);
   bool large() const { return large_; }
 
   // Step 1: returns whether every rank can copy directly; then `a(r)`,

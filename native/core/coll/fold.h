@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/coll/coll.h"
+#include "core/coll/select.h"
 
 namespace nodempi::coll {
 
@@ -40,8 +41,9 @@ inline Slice slice_of(size_t count, uint32_t n, uint32_t r) {
 }
 
 // The signature of a reduction: everyone must pass the same op, basic type
-// and count.
-inline Signature reduction_sig(uint32_t kind, uint32_t root, const Combiner& op, size_t count) {
+// and count, and (given a choice) takes the same algorithm.
+inline Signature reduction_sig(uint32_t kind, uint32_t root, const Combiner& op, size_t count,
+                               Algo algo = Algo::AUTO) {
   Signature sig;
   sig.kind = kind;
   sig.root = root;
@@ -49,11 +51,8 @@ inline Signature reduction_sig(uint32_t kind, uint32_t root, const Combiner& op,
   sig.type = op.type_id;
   sig.bytes = count * op.item;
   sig.check_bytes = 1;
+  sig.algo = uint16_t(algo);
   return sig;
 }
-
-// Up to this many bytes, every rank (or the root) folds the whole vector in
-// one phase; above it the ranks share the work slice by slice.
-constexpr size_t kSmallReduceBytes = 8192;
 
 }  // namespace nodempi::coll

@@ -3,6 +3,7 @@
 
 #include "core/coll/coll.h"
 #include "core/coll/direct.h"
+#include "core/coll/select.h"
 #include "core/transport/cma.h"
 
 namespace nodempi::coll {
@@ -26,7 +27,8 @@ void gather(Context& c, const void* send, void* recv, size_t bytes, uint32_t roo
   sig.root = root;
   sig.bytes = bytes;
   sig.check_bytes = 1;
-  Direct d(c, bytes);
+  sig.algo = uint16_t(Algo::FLAT);  // Direct::sign signs the direct algorithm
+  Direct d(c, GATHER, bytes);
   if (d.large() && d.sign(sig, nullptr, recv, "gather")) {
     bool ok = me == root || transport::cma_write(d.pid(root), in, d.b(root) + size_t(me) * bytes, bytes);
     if (d.finish(ok, "gather")) return;

@@ -3,6 +3,7 @@
 
 #include "core/coll/coll.h"
 #include "core/coll/direct.h"
+#include "core/coll/select.h"
 #include "core/coll/lanes.h"
 #include "core/error.h"
 #include "core/transport/cma.h"
@@ -42,7 +43,7 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
 
   // Each rank states the phases it needs in its first header and all run
   // the largest, so a rank with nothing to send needs no root (kNoRoot).
-  const bool ready = direct_ready(c);
+  const bool ready = direct_ready(c) && select(c, GATHERV, 0) == Algo::DIRECT;
   const Chunks plain{chunk, chunk};
   const Chunks mine = Chunks{skips_first(ready, send_bytes) ? 0 : chunk, chunk};
   uint64_t phases = mine.phases(send_bytes);

@@ -12,7 +12,7 @@ void reduce_flat(Context& c, const uint8_t* in, uint8_t* out, size_t count, cons
                  uint32_t root) {
   const uint32_t n = c.size(), me = c.rank();
   const size_t bytes = count * op.item;
-  uint32_t s = c.open(reduction_sig(REDUCE, root, op, count), "reduce");
+  uint32_t s = c.open(reduction_sig(REDUCE, root, op, count, Algo::FLAT), "reduce");
   if (bytes) std::memcpy(c.slot(me, s), in, bytes);
   c.post(s);
   c.agree(s, "reduce");
@@ -34,7 +34,7 @@ void reduce_sliced(Context& c, const uint8_t* in, uint8_t* out, size_t count, co
   const uint8_t* src[transport::kMaxRanks];
   for (size_t first = 0; first < count; first += per_round) {
     size_t m = std::min(per_round, count - first);
-    uint32_t s = first == 0 ? c.open(reduction_sig(REDUCE, root, op, count), "reduce") : c.next_phase();
+    uint32_t s = first == 0 ? c.open(reduction_sig(REDUCE, root, op, count, Algo::SLICED), "reduce") : c.next_phase();
     if (first) c.acquire_slot(s, "reduce");
     std::memcpy(c.slot(me, s), in + first * item, m * item);
     c.post(s);
@@ -68,10 +68,7 @@ void reduce(Context& c, const void* send, void* recv, size_t count, const Combin
     if (send && count) std::memcpy(out, in, count * op.item);
     return;
   }
-  // One phase when the whole vector fits one slot half (and is small enough
-  // that the root folding alone beats sharing the work).
-  const size_t bytes = count * op.item;
-  if (bytes <= c.half_bytes() && (bytes <= kSmallReduceBytes || bytes <= c.half_bytes() / 4)) {
+  if (select(c, REDUCE, count * op.item) == Algo::FLAT) {
     reduce_flat(c, in, out, count, op, root);
   } else {
     reduce_sliced(c, in, out, count, op, root);

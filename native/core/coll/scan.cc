@@ -10,10 +10,10 @@ namespace nodempi::coll {
 
 namespace {
 
-// scan_direct / exscan_direct (large messages, direct.h): rank r reads the
-// blocks of ranks 0..upto-1 straight from their send buffers, piece by
-// piece into scratch that stays in L2 while the piece is folded; its own
-// comes from its buffer. exscan's rank 1 reads rank 0's block, its whole
+// scan_direct / exscan_direct (large messages up to a size, select.cc;
+// direct.h): rank r reads the blocks of ranks 0..upto-1 straight from their
+// send buffers, piece by piece into scratch that stays in L2 while the
+// piece is folded; its own comes from its buffer. exscan's rank 1 reads rank 0's block, its whole
 // result, straight into its receive buffer.
 bool fold_direct(const Direct& d, uint32_t me, const uint8_t* in, uint8_t* out, size_t count, const Combiner& op,
                  uint32_t upto) {
@@ -45,11 +45,6 @@ bool fold_direct(const Direct& d, uint32_t me, const uint8_t* in, uint8_t* out, 
   return true;
 }
 
-// Up to this size. Above it the slot pipeline, which overlaps the lower
-// ranks' copies with the folds, wins: 2 ranks, 16 MiB, scan 3.4-4.1 ms
-// through the slots against 7.2-8.0 ms direct, exscan 1.9 against 1.9-4.4.
-constexpr size_t kDirectMax = size_t(1) << 20;
-
 }  // namespace
 
 // scan_flat / exscan_flat: per chunk of at most one half,
@@ -71,8 +66,9 @@ void scan(Context& c, const void* send, void* recv, size_t count, const Combiner
   }
   const uint32_t upto = exclusive ? me : me + 1;  // how many ranks fold in
   const char* what = exclusive ? "exscan" : "scan";
-  const Signature sig = reduction_sig(exclusive ? EXSCAN : SCAN, 0, op, count);
-  Direct d(c, count * item, kDirectMax);
+  // Direct::sign signs the direct algorithm.
+  const Signature sig = reduction_sig(exclusive ? EXSCAN : SCAN, 0, op, count, Algo::FLAT);
+  Direct d(c, exclusive ? EXSCAN : SCAN, count * item);
   if (d.large() && d.sign(sig, send, nullptr, what)) {
     // Not when a rank whose block others read passes IN_PLACE: it
     // overwrites that block with its result while they read.

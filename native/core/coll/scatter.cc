@@ -3,6 +3,7 @@
 
 #include "core/coll/coll.h"
 #include "core/coll/direct.h"
+#include "core/coll/select.h"
 #include "core/transport/cma.h"
 
 namespace nodempi::coll {
@@ -26,7 +27,8 @@ void scatter(Context& c, const void* send, void* recv, size_t bytes, uint32_t ro
   sig.root = root;
   sig.bytes = bytes;
   sig.check_bytes = 1;
-  Direct d(c, bytes);
+  sig.algo = uint16_t(Algo::FLAT);  // Direct::sign signs the direct algorithm
+  Direct d(c, SCATTER, bytes);
   if (d.large() && d.sign(sig, send, nullptr, "scatter")) {
     bool ok = me == root || transport::cma_read(d.pid(root), out, d.a(root) + size_t(me) * bytes, bytes);
     if (d.finish(ok, "scatter")) return;

@@ -3,6 +3,7 @@
 
 #include "core/coll/coll.h"
 #include "core/coll/direct.h"
+#include "core/coll/select.h"
 #include "core/coll/lanes.h"
 #include "core/transport/cma.h"
 
@@ -33,7 +34,7 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
   }
   if (n == 1) return;
   const Lanes lanes(c);
-  const bool ready = direct_ready(c);
+  const bool ready = direct_ready(c) && select(c, SCATTERV, 0) == Algo::DIRECT;
   // The root decides for each block whether it skips the first phase.
   auto chunks_of = [&](uint32_t r) { return lanes.chunks(skips_first(ready, send_bytes[r])); };
   uint64_t phases = 1;

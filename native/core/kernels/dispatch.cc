@@ -15,6 +15,7 @@
 
 #include "core/kernels/kernels.h"
 #include "core/kernels/table.h"
+#include "core/tuning.h"
 
 namespace nodempi::kernels {
 namespace {
@@ -72,8 +73,8 @@ std::once_flag g_init_once;
 
 void init_from_env() {
   const Isa* chosen = best();
-  const char* env = std::getenv("NODEMPI_KERNELS");
-  if (env != nullptr && *env != '\0' && std::strcmp(env, "auto") != 0) {
+  const char* env = tuning().kernels.c_str();
+  if (*env != '\0') {
     const Isa* wanted = find(env);
     if (wanted != nullptr && wanted->supported()) {
       chosen = wanted;

@@ -5,29 +5,16 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
 
 #include "core/transport/wait.h"
+#include "core/tuning.h"
 
 namespace nodempi::transport {
 
 namespace {
 
-// NODEMPI_CMA, or -1 when it does not force a mode. Read once: getenv walks
-// the whole environment.
-int forced_mode() {
-  static const int forced = [] {
-    const char* v = std::getenv("NODEMPI_CMA");
-    if (!v) return -1;
-    if (std::strcmp(v, "1") == 0) return int(CmaMode::ON);
-    if (std::strcmp(v, "0") == 0) return int(CmaMode::OFF);
-    if (std::strcmp(v, "fallback") == 0) return int(CmaMode::FALLBACK);
-    if (std::strcmp(v, "refuse") == 0) return int(CmaMode::REFUSE);
-    return -1;
-  }();
-  return forced;
-}
+int forced_mode() { return tuning().cma; }
 
 }  // namespace
 
@@ -36,15 +23,9 @@ CmaMode cma_mode(uint32_t nranks) {
   return oversubscribed(nranks) ? CmaMode::OFF : CmaMode::ON;
 }
 
-size_t cma_min_bytes() {
-  // Below this a syscall per peer costs more than the copy through the slot
-  // it saves.
-  static const size_t min = [] {
-    const char* v = std::getenv("NODEMPI_CMA_MIN");
-    return v ? size_t(std::strtoull(v, nullptr, 10)) : size_t(64) * 1024;
-  }();
-  return min;
-}
+// Below NODEMPI_CMA_MIN a syscall per peer costs more than the copy through
+// the slot it saves.
+size_t cma_min_bytes() { return tuning().cma_min; }
 
 void cma_permit(int32_t launcher_pid) {
 #ifdef PR_SET_PTRACER

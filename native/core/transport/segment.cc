@@ -15,6 +15,7 @@
 
 #include "core/transport/cma.h"
 #include "core/transport/slot_sets.h"
+#include "core/tuning.h"
 
 namespace nodempi::transport {
 namespace {
@@ -38,10 +39,7 @@ Geometry Geometry::for_ranks(uint32_t nranks) {
   // NODEMPI_SLOT_KB overrides it for tuning, and lets tests cover the
   // chunked paths with small messages. The launcher passes its environment
   // on, so it and the ranks agree.
-  if (const char* kb = std::getenv("NODEMPI_SLOT_KB")) {
-    unsigned long v = std::strtoul(kb, nullptr, 10);
-    if (v >= 4 && v <= 64 * 1024) g.half_bytes = v * 1024;
-  }
+  if (tuning().slot_kb) g.half_bytes = tuning().slot_kb * 1024;
   // The v-collectives cut a half into one lane per rank, each starting with
   // a 16-byte header in the first phase.
   g.half_bytes = std::max(g.half_bytes, size_t(nranks) * 64);

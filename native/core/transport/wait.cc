@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/tuning.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -29,14 +30,6 @@ uint64_t now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
-uint32_t env_us(const char* name, uint32_t fallback_us) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback_us;
-  char* end = nullptr;
-  unsigned long x = std::strtoul(v, &end, 10);
-  return (end && *end == 0 && x < 4000000) ? uint32_t(x) : fallback_us;
 }
 
 // The futex word is the 32-bit seq; the waker wakes everyone because several
@@ -65,14 +58,13 @@ bool oversubscribed(uint32_t nranks) {
 }
 
 WaitPolicy WaitPolicy::for_job(uint32_t nranks) {
-  static const uint32_t spin_env = env_us("NODEMPI_SPIN_US", UINT32_MAX);
-  static const uint32_t yield_us = env_us("NODEMPI_YIELD_US", 2000);
+  const Tuning& t = tuning();
   // When ranks outnumber cores, spinning steals the core the peer needs to
   // make progress; go straight to yielding.
   uint32_t spin_default = oversubscribed(nranks) ? 0 : 50;
   WaitPolicy p;
-  p.spin_ns = (spin_env == UINT32_MAX ? spin_default : spin_env) * 1000;
-  p.yield_ns = yield_us * 1000;
+  p.spin_ns = (t.spin_us == Tuning::kByJob ? spin_default : t.spin_us) * 1000;
+  p.yield_ns = t.yield_us * 1000;
   return p;
 }
 

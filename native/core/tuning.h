@@ -1,0 +1,49 @@
+// Every NODEMPI_* setting of the core, read from the environment once per
+// process (the launcher passes its environment to every rank, so all ranks
+// see the same values). A value that does not parse, or is out of range, is
+// ignored: the default applies. README.md, "Tuning", describes them for
+// users.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/coll/select.h"
+
+namespace nodempi {
+
+struct Tuning {
+  // NODEMPI_CMA: a forced transport::CmaMode (0 off, 1 on, fallback,
+  // refuse), or -1: on unless ranks outnumber cores (transport/cma.h).
+  int cma = -1;
+  // NODEMPI_CMA_MIN: bytes per rank's block from which single copy is taken.
+  size_t cma_min = size_t(64) * 1024;
+  // NODEMPI_SLOT_KB: KiB per slot half, 4 to 65536; 0 by world size
+  // (transport/segment.cc).
+  size_t slot_kb = 0;
+  // NODEMPI_SPIN_US: microseconds a waiter spins before yielding, below
+  // 4 s; kByJob: 50, or 0 when ranks outnumber cores (transport/wait.cc).
+  static constexpr uint32_t kByJob = UINT32_MAX;
+  uint32_t spin_us = kByJob;
+  // NODEMPI_YIELD_US: microseconds it then yields before sleeping, below 4 s.
+  uint32_t yield_us = 2000;
+  // NODEMPI_KERNELS: a kernel table's name; empty for the widest the CPU
+  // runs. kernels/dispatch.cc checks the name against its tables.
+  std::string kernels;
+  // NODEMPI_ALGO: algorithms forced per collective (coll/select.h).
+  coll::ForcedAlgos algo;
+  // What was ignored in NODEMPI_ALGO, for the warning.
+  std::string algo_errors;
+
+  // From `get` (getenv, or a test's map).
+  static Tuning from(const char* (*get)(const char*));
+};
+
+// The process's settings, read at first use; a NODEMPI_ALGO entry that is
+// ignored is reported on stderr then.
+const Tuning& tuning();
+// Reads the environment again: for tests that change it, before any other
+// thread runs collectives.
+void retune();
+
+}  // namespace nodempi
