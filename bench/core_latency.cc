@@ -3,11 +3,10 @@
 // beside Open MPI's figures and nodempi's from JavaScript (bench/VCOLL.md,
 // "Where the small-message time goes").
 //
-// Build and run from the repository root (one command):
-//   g++ -std=c++17 -O3 -ffp-contract=off -Inative bench/core_latency.cc
-//       native/core/coll/*.cc native/core/transport/*.cc
-//       native/core/datatype/*.cc native/core/kernels/*.cc
-//       -o build/core_latency && build/core_latency [ranks] [bytes]
+// Build (CMakeLists.txt's NODEMPI_BENCH targets, the core's flags) and run
+// from the repository root:
+//   cmake -S . -B build/bench -DNODEMPI_BENCH=ON
+//   cmake --build build/bench --target core_latency && build/bench/core_latency [ranks] [bytes]
 //
 // The process creates a segment as the launcher does and forks the ranks,
 // which attach to it. Timing follows the JavaScript sweep (bench/lib/

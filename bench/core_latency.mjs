@@ -31,10 +31,13 @@ function parseArgs(argv) {
 }
 
 function compile(tmp) {
-  const core = join(tmp, 'core_latency');
-  const sources = ['coll', 'transport', 'datatype', 'kernels'].map((d) => `native/core/${d}/*.cc`).join(' ');
-  execFileSync('sh', ['-c', `g++ -std=c++17 -O3 -ffp-contract=off -Inative bench/core_latency.cc ${sources} -o ${core}`],
-    { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  // CMakeLists.txt's NODEMPI_BENCH target, built into build/bench/
+  // (incremental); CMake's output goes to stderr.
+  const dir = join(ROOT, 'build', 'bench');
+  const toStderr = { cwd: ROOT, stdio: ['ignore', 2, 'inherit'] };
+  execFileSync('cmake', ['-S', ROOT, '-B', dir, '-DNODEMPI_BENCH=ON', '--log-level=WARNING'], toStderr);
+  execFileSync('cmake', ['--build', dir, '--target', 'core_latency', '--parallel', '2'], toStderr);
+  const core = join(dir, 'core_latency');
   let ompi = null;
   if (which('mpicc') && which('mpirun')) {
     ompi = join(tmp, 'osu_coll');

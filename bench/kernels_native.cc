@@ -2,9 +2,10 @@
 // against memcpy of the same number of bytes, at 4 KiB, 256 KiB and 16 MiB
 // per operand (L1, L2, main memory on most machines).
 //
-// Build and run from the repository root (one command):
-//   g++ -std=c++17 -O3 -ffp-contract=off -Inative bench/kernels_native.cc
-//       native/core/kernels/*.cc -o build/kernels_native && build/kernels_native
+// Build (CMakeLists.txt's NODEMPI_BENCH targets, the core's flags) and run
+// from the repository root:
+//   cmake -S . -B build/bench -DNODEMPI_BENCH=ON
+//   cmake --build build/bench --target kernels_native && build/bench/kernels_native
 //
 // GB/s counts the bytes of one operand per second (n * 8 / time), for the
 // kernel and for memcpy alike. The kernel moves three streams (reads a and
