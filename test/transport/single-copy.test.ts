@@ -27,7 +27,7 @@ const modes: [string, Record<string, string>][] = [
 ];
 
 describe.each(modes)('data movement with %s', (_label, env) => {
-  for (const script of ['coll/bcast.mjs', 'coll/gather.mjs', 'coll/scatter.mjs', 'coll/allgather.mjs', 'coll/alltoall.mjs', 'vcoll/large.mjs']) {
+  for (const script of ['coll/bcast.mjs', 'coll/gather.mjs', 'coll/scatter.mjs', 'coll/allgather.mjs', 'coll/alltoall.mjs', 'vector-coll/large.mjs']) {
     for (const np of [2, 3]) {
       it(`${script} at np=${np}`, async () => {
         const r = await runJob(np, script, [], { env });
@@ -44,7 +44,7 @@ describe.each(modes)('data movement with %s', (_label, env) => {
 describe('derived datatypes with single copy on', () => {
   for (const np of [1, 2, 3, 4]) {
     it(`take the slots for that call only, exact, at np=${np}`, async () => {
-      const r = await runJob(np, 'dtcoll/single-copy.mjs', [], { env: { NODEMPI_CMA: '1' } });
+      const r = await runJob(np, 'derived-datatype-coll/single-copy.mjs', [], { env: { NODEMPI_CMA: '1' } });
       expect(r.status, explain(r)).toBe(0);
     });
   }
