@@ -231,7 +231,8 @@ export function runJob(label, cmd, args, env, timeoutS = 600, more = {}) {
       if (code !== 0 || signal || wrong || problem) {
         const e = new Error(`${label} failed (exit ${signal || code})${wrong ? ': a WRONG RESULT' : ''}${problem ? `: ${problem}` : ''}\n` +
           `--- command: ${shown}\n--- stderr:\n${err.trim()}\n--- stdout (last lines):\n${out.trim().split('\n').slice(-5).join('\n')}`);
-        Object.assign(e, { points, stdout: out, code, signal });
+        // not enumerable, so an uncaught failure prints its message, not the job's whole output
+        for (const [k, v] of Object.entries({ points, stdout: out, code, signal })) Object.defineProperty(e, k, { value: v });
         reject(e);
         return;
       }
