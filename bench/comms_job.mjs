@@ -113,8 +113,8 @@ function pairs(make, k) {
 
 function timeCreation(k) {
   verify(k);
-  // warm-up, timed rather than counted (see bench/lib/sweep.mjs: V8 needs
-  // ~100 ms of calls to optimise a call path)
+  // warm-up, timed rather than counted (see bench/lib/sweep.mjs: V8
+  // optimises a call path only after many calls)
   world.barrier();
   const tw0 = performance.now();
   let warm = 0, b = 1, per = Infinity;

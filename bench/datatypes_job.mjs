@@ -150,7 +150,7 @@ try {
         p.call();
         let err = p.check();
         if (err) throw new Error(`datatypes: WRONG RESULT: ${label}: ${err}`);
-        // V8 tiers a call path up within ~100 ms; the first point of each layout waits for it
+        // V8 tiers a call path up only after many calls (bench/lib/sweep.mjs); the first point of each layout waits for it
         const m = measure(p.call, si === 0 ? opts.firstWarmMs : opts.warmMs);
         err = p.check();
         if (err) throw new Error(`datatypes: WRONG RESULT after the timed loop: ${label}: ${err}`);

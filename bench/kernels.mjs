@@ -137,7 +137,7 @@ const JS_LOOPS = {
  * the one pair type, over a TypedArray view of each member (b.v, b.k),
  * compiled from source per case: closures of one function literal share
  * V8's type feedback, and one loop serving every pair type went megamorphic
- * (~35x slower in a test).
+ * (bench/README.md, "Measurements behind the code").
  */
 function jsLoop(c) {
   const t = TYPES[c.type];
@@ -242,8 +242,9 @@ const PAIR_VALUES = [[(i) => (i % 13) - 6, (i) => i % 17], [(i) => (i % 3 ? (i %
 
 /**
  * Writes f(i) into the member at byte `off` of every item. Through TypedArray
- * views where there is one: MEMBERS' DataView calls, megamorphic here, were
- * ~5x slower, which a full run would pay for seconds at 256 MiB.
+ * views where there is one: MEMBERS' DataView calls, megamorphic here, are
+ * slower (bench/README.md, "Measurements behind the code"), which a full run
+ * would pay for seconds at 256 MiB.
  */
 function fillMember(buf, bytes, item, off, member, f) {
   const m = MEMBERS[member], n = bytes / item;
@@ -471,8 +472,9 @@ async function worker(o) {
 
   // Last, and the direct loop before the op: the op path detaches the
   // ArrayBuffers it lends the function, and V8's first detach in a process
-  // makes every later TypedArray access check for detachment (measured
-  // ~1.5x slower loops), which must not leak into the plain-JS figures.
+  // makes every later TypedArray access check for detachment (slower loops;
+  // bench/README.md, "Measurements behind the code"), which must not leak
+  // into the plain-JS figures.
   if (auto) {
     const c = { api: 'userop', op: 'SUM', type: 'DOUBLE' };
     fill(c, inBuf, bytes, 0);

@@ -135,8 +135,8 @@ async function latencyPoint(o, coll, bytes, first) {
   };
 
   // warm-up per form: batches of 1, 2, 4, ... calls until warm ms have passed
-  // on rank 0; V8 needs ~100 ms of calls to optimise a call path, hence the
-  // longer warm-up of the first point
+  // on rank 0; V8 optimises a call path only after many calls
+  // (bench/lib/sweep.mjs), hence the longer warm-up of the first point
   const warmMs = first ? o.firstWarmMs : o.warmMs;
   const perCall = {};
   for (const form of FORMS) {

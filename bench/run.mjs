@@ -31,7 +31,7 @@ import { ALL_COLLS, COLLS, SIZES, VCOLLS, sweepArgv } from './lib/sweep.mjs';
 
 const NODE = process.execPath;
 const ALL_IMPLS = ['nodempi', 'sab', 'sab-spin', 'ipc', 'ompi', 'ompi-yield'];
-const SAB_SPIN = 20000; // Atomics.load polls before Atomics.wait in sab-spin (~20-40 us)
+const SAB_SPIN = 20000; // Atomics.load polls before Atomics.wait in sab-spin (how long that lasts: bench/README.md)
 
 const IDLE_WAIT_TOTAL = 120; // seconds a whole run may spend waiting for other work to finish
 // What each implementation can run; a baseline is asked only for these (the
@@ -404,9 +404,8 @@ async function main() {
   // each implementation runs the asked-for collectives it has (a baseline lacks the v forms)
   const collsOf = (impl) => o.colls.filter((c) => IMPL_COLLS[impl].includes(c));
   // More ranks than cores: a fresh nodempi job's first second of calls runs
-  // 2-3x slower than its steady state (gatherv 8 B at 4 ranks, the same
-  // point four times in one job: 17.8, 8.8, 6.5, 6.5 µs; Open MPI 5.2, 5.2,
-  // 4.9, 5.2), so the first size of each collective warms up for a second
+  // slower than its steady state (bench/README.md, "Measurements behind the
+  // code"), so the first size of each collective warms up for a second
   // there, for every implementation alike.
   const sweepOf = (impl, np) => sweepArgv({
     ...sweepOpts, colls: collsOf(impl), firstWarmMs: np > NCPU ? Math.max(1000, sweepOpts.firstWarmMs) : sweepOpts.firstWarmMs,

@@ -37,8 +37,9 @@ if (o.scale === 1 && !o.only && !o.v8Defaults && o.json === undefined) o.json = 
 // V8 sizes its young generation by the allocation rate: with the default
 // flags it starts at 8 MiB and doubles, to 16 or 32 MiB, while the
 // nonblocking requests run (their promises are short-lived garbage), which
-// alone adds up to ~24 MiB of RSS and ~100 mappings of 256 KiB pages after any warm-up short
-// of that workload's own length, and then stays put (bench/SOAK.md). So the
+// alone grows RSS and the mappings (256 KiB pages) after any warm-up short
+// of that workload's own length, and then stays put (bench/SOAK.md, "V8's
+// young generation", has the figures). So the
 // ranks run with it fixed at that maximum from the start (the semi-space
 // size is not allowed in NODE_OPTIONS, hence `-- node FLAGS script`), and
 // what grows is what the job itself keeps. --v8-defaults runs without.

@@ -14,7 +14,8 @@
 //      operation, so the warm-up is timed. The per-call time c (the lower of
 //      the probe and the last batch's mean) is broadcast. The first size of
 //      each collective warms up for firstWarmMs (default 200 ms) instead: V8
-//      needs ~100 ms of calls to tier up a collective's call path;
+//      tiers a collective's call path up only after many calls (bench/README.md,
+//      "Measurements behind the code");
 //   4. timed: N = clamp(targetMs / c, minIters, maxIters) calls, run in up to
 //      8 batches so that rank 0 can stop early (an untimed bcast after each
 //      batch) when the point has taken 4x targetMs already. Each call is

@@ -46,8 +46,8 @@ bool fold_direct(const Direct& d, uint32_t me, const uint8_t* in, uint8_t* out, 
 }
 
 // Up to this size. Above it the slot pipeline, which overlaps the lower
-// ranks' copies with the folds, wins: 2 ranks, 16 MiB, scan 3.4-4.1 ms
-// through the slots against 7.2-8.0 ms direct, exscan 1.9 against 1.9-4.4.
+// ranks' copies with the folds, wins (bench/README.md, "Measurements behind
+// the code").
 constexpr size_t kDirectMax = size_t(1) << 20;
 
 }  // namespace
