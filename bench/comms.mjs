@@ -12,16 +12,14 @@
 // rotated order) and medians are reported. A full run writes
 // bench/results/comms.json and bench/COMMS.md; --quick (or --np) writes
 // bench/results/comms-partial.json only.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import {
+  BENCH, EXT_MAX, ROOT, idleWaiter, list, log, onInterrupt, parseOptions, runJob as runBenchJob, tryRun, usageError, which,
+} from './lib/jobs.mjs';
 
-const BENCH = dirname(fileURLToPath(import.meta.url));
-const ROOT = dirname(BENCH);
-const NCPU = os.cpus().length;
-const EXT_MAX = 0.25;       // a job during which other processes used more cores than this is noisy
 const IDLE_WAIT_JOB = 10;   // seconds to wait for idle CPUs before one job...
 const IDLE_WAIT_TOTAL = 90; // ...and over the whole run, which must stay short
 const TOL_MIN = 0.05;       // the latency target's tolerance is never tighter than 5 %
@@ -40,26 +38,17 @@ const usage = `usage: node bench/comms.mjs [options]
   --report FILE    measure nothing: recompute medians and targets from a results file and rewrite
                    it (and, for bench/results/comms.json, bench/COMMS.md)`;
 
-function parseArgs(argv) {
-  const o = { quick: false, runs: null, nps: [2, 3, 4], partial: false, ompi: true, idleWait: true };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const v = () => {
-      if (argv[i + 1] === undefined) die(`${a} needs a value`);
-      return argv[++i];
-    };
-    switch (a) {
-      case '--quick': o.quick = true; o.partial = true; break;
-      case '--runs': o.runs = Number(v()); break;
-      case '--np': o.nps = v().split(',').map(Number); o.partial = true; break;
-      case '--no-ompi': o.ompi = false; o.partial = true; break;
-      case '--no-idle-wait': o.idleWait = false; break;
-      case '--report': o.report = v(); break;
-      case '-h': case '--help': console.log(usage); process.exit(0); break;
-      default: die(`unknown option ${a}`);
-    }
-  }
-  if (o.quick && !argv.includes('--np')) o.nps = [2, 4];
+function options(argv) {
+  const v = parseOptions('comms', usage, {
+    quick: { type: 'boolean' }, runs: { type: 'string' }, np: { type: 'string' }, 'no-ompi': { type: 'boolean' },
+    'no-idle-wait': { type: 'boolean' }, report: { type: 'string' },
+  }, argv);
+  const o = {
+    quick: !!v.quick, runs: v.runs === undefined ? null : Number(v.runs), nps: v.np === undefined ? [2, 3, 4] : list(v.np, Number),
+    partial: !!(v.quick || v.np !== undefined || v['no-ompi']), ompi: !v['no-ompi'], idleWait: !v['no-idle-wait'],
+  };
+  if (v.report !== undefined) o.report = v.report;
+  if (o.quick && !v.seen.has('np')) o.nps = [2, 4];
   for (const n of o.nps) if (!Number.isInteger(n) || n < 2 || n > 64) die(`bad --np value ${n}`);
   o.runs ??= o.quick ? 1 : 5;
   if (!Number.isInteger(o.runs) || o.runs < 1) die('--runs must be a positive integer');
@@ -72,50 +61,12 @@ function parseArgs(argv) {
   return o;
 }
 
-function die(msg) {
-  console.error(`comms: ${msg}\n${usage}`);
-  process.exit(2);
-}
-
-const log = (msg) => process.stderr.write(`${msg}\n`);
+const die = (msg) => usageError('comms', usage, msg);
 
 // ---------------------------------------------------------------- machine
-function cpuTimes() {
-  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  return { idle: f[3] + (f[4] || 0), total: f.reduce((a, b) => a + b, 0) };
-}
-
-async function busyFraction(ms) {
-  try {
-    const a = cpuTimes();
-    await new Promise((r) => setTimeout(r, ms));
-    const b = cpuTimes();
-    return b.total > a.total ? 1 - (b.idle - a.idle) / (b.total - a.total) : 0;
-  } catch { return null; }
-}
-
 // Numbers taken while other work loads 2 cores are worthless, so wait a
 // little for it to pass; the total wait is capped to keep the run short.
-let idleBudgetS = IDLE_WAIT_TOTAL;
-async function waitIdle() {
-  const t0 = Date.now();
-  let busy = await busyFraction(250);
-  while (busy !== null && busy > 0.2 && (Date.now() - t0) / 1000 < Math.min(IDLE_WAIT_JOB, idleBudgetS)) {
-    await new Promise((r) => setTimeout(r, 1000));
-    busy = await busyFraction(250);
-  }
-  const waited = (Date.now() - t0) / 1000;
-  idleBudgetS = Math.max(0, idleBudgetS - waited);
-  return { busyBefore: busy, waitedS: +waited.toFixed(2) };
-}
-
-function tryRun(cmd, args) {
-  try { return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], cwd: ROOT }).trim(); } catch { return null; }
-}
-
-function which(cmd) {
-  return spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' }).status === 0;
-}
+const waitIdle = idleWaiter(IDLE_WAIT_JOB, IDLE_WAIT_TOTAL);
 
 function machineInfo() {
   const cpus = os.cpus();
@@ -142,81 +93,18 @@ function jobCommand(impl, np, run, params, ompiExe) {
   return { cmd: 'mpirun', args, shown: `mpirun ${args.join(' ').replace(ompiExe, '<tmp>/comms')}` };
 }
 
-// Jobs run in their own process group, so a timeout or Ctrl-C ends the whole tree.
-const running = new Set();
 let tempDir = null;
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.on(sig, () => {
-    for (const c of running) { try { process.kill(-c.pid, 'SIGKILL'); } catch { /* gone */ } }
-    if (tempDir) rmSync(tempDir, { recursive: true, force: true });
-    console.error(`\ncomms: interrupted (${sig})`);
-    process.exit(130);
-  });
-}
+onInterrupt(() => { if (tempDir) rmSync(tempDir, { recursive: true, force: true }); });
 
-/** CPU seconds of the job's whole tree, from bash's `times` (children line) at the end of stderr. */
-function ownCpu(err) {
-  const sec = (t) => { const m = /^(\d+)m([\d.]+)s$/.exec(t); return m ? Number(m[1]) * 60 + Number(m[2]) : NaN; };
-  const lines = err.trimEnd().split('\n');
-  const f = (lines[lines.length - 1] ?? '').trim().split(/\s+/);
-  if (f.length !== 2 || !/^\d+m[\d.]+s$/.test(f[0])) return { cpu: null, err };
-  return { cpu: sec(f[0]) + sec(f[1]), err: lines.slice(0, -2).join('\n') };
-}
-
-/**
- * Runs one job; resolves with its JSON lines, rejects loudly on any failure.
- * Other work's share of the CPUs meanwhile = busy time (/proc/stat) minus the job's own CPU time.
- */
-function runJob(impl, np, run, params, ompiExe) {
+/** Runs one job; resolves with its JSON lines, rejects loudly on any failure (bench/lib/jobs.mjs). */
+async function runJob(impl, np, run, params, ompiExe) {
   const { cmd, args, shown } = jobCommand(impl, np, run, params, ompiExe);
   const env = { ...process.env };
   // Open MPI's shared-memory single-copy mechanism stays at its default (as in bench/run.mjs).
   delete env.OMPI_MCA_btl_vader_single_copy_mechanism;
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    let stat0 = null;
-    try { stat0 = cpuTimes(); } catch { /* no /proc */ }
-    const child = spawn('bash', ['-c', '"$@"; rc=$?; times >&2; exit $rc', 'bash', cmd, ...args],
-      { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    running.add(child);
-    let out = '', err = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { err += d; });
-    const limit = setTimeout(() => {
-      err += `\ncomms: ${impl} np=${np} took longer than 360 s; killed\n`;
-      try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
-    }, 360 * 1000);
-    child.on('error', (e) => { clearTimeout(limit); running.delete(child); reject(new Error(`${impl} np=${np}: cannot start ${cmd}: ${e.message}`)); });
-    child.on('close', (code, signal) => {
-      clearTimeout(limit);
-      running.delete(child);
-      const seconds = (performance.now() - t0) / 1000;
-      const own = ownCpu(err);
-      err = own.err;
-      let extCores = null;
-      try {
-        const stat1 = cpuTimes();
-        if (stat0 && own.cpu !== null && stat1.total > stat0.total) {
-          const busyCpuS = (1 - (stat1.idle - stat0.idle) / (stat1.total - stat0.total)) * NCPU * seconds;
-          extCores = Math.max(0, busyCpuS - own.cpu) / seconds;
-        }
-      } catch { /* no /proc */ }
-      const lines = [];
-      for (const line of out.split('\n')) {
-        if (!line.startsWith('{')) continue;
-        try { lines.push(JSON.parse(line)); } catch { /* not ours */ }
-      }
-      const problem = missing(impl, np, lines);
-      const wrong = /WRONG RESULT/.test(err);
-      if (code !== 0 || signal || wrong || problem) {
-        reject(new Error(`${impl} np=${np} failed (exit ${signal || code})${wrong ? ': WRONG RESULT' : ''}${problem ? `: ${problem}` : ''}\n` +
-          `--- command: ${shown}\n--- stderr:\n${err.trim()}\n--- stdout (last lines):\n${out.trim().split('\n').slice(-5).join('\n')}`));
-        return;
-      }
-      resolve({ impl, np, run, command: shown, lines, seconds: +seconds.toFixed(2), cpuS: own.cpu,
-        extCores: extCores === null ? null : +extCores.toFixed(3) });
-    });
-  });
+  const res = await runBenchJob(`comms: ${impl} np=${np}`, cmd, args, env, 360, { shown, check: (lines) => missing(impl, np, lines) });
+  return { impl, np, run, command: shown, lines: res.points, seconds: res.seconds, cpuS: res.cpuS,
+    extCores: res.exact.extCores === null ? null : +res.exact.extCores.toFixed(3) };
 }
 
 /** What a complete job must have printed; null when nothing is missing. */
@@ -485,7 +373,7 @@ function markdown(result) {
 
 // ---------------------------------------------------------------- main
 async function main() {
-  const config = parseArgs(process.argv.slice(2));
+  const config = options(process.argv.slice(2));
   if (config.report) {
     // Recomputes everything from the recorded runs, e.g. after a change to
     // the statistics, without measuring again.

@@ -31,6 +31,7 @@
 // run interleaved per point, in an order rotated by point and by --run, so
 // drift in the machine's load spreads over all of them.
 import { performance } from 'node:perf_hooks';
+import { parseOptions } from './lib/jobs.mjs';
 import { runSweep } from './lib/sweep.mjs';
 
 const mpi = await import(new URL('../dist/index.js', import.meta.url).href);
@@ -38,17 +39,14 @@ const world = mpi.init();
 const { rank, size: n } = world;
 const SUM = mpi.Op.SUM;
 
+const USAGE = `usage: node dist/cli.js -n N bench/comms_job.mjs [options]   (bench/comms.mjs runs it)
+  --run R  --warm-ms W  --target-ms T  --min-iters N  --max-iters N  --coll-warm-ms W  --coll-target-ms T`;
+
 function parse(argv) {
-  const o = { run: 0, warmMs: 50, targetMs: 150, minIters: 2000, maxIters: 20000, collWarmMs: 50, collTargetMs: 150 };
-  const keys = {
-    '--run': 'run', '--warm-ms': 'warmMs', '--target-ms': 'targetMs', '--min-iters': 'minIters',
-    '--max-iters': 'maxIters', '--coll-warm-ms': 'collWarmMs', '--coll-target-ms': 'collTargetMs',
-  };
-  for (let i = 0; i < argv.length; i++) {
-    if (!(argv[i] in keys)) throw new Error(`comms_job: unknown option ${argv[i]}`);
-    o[keys[argv[i]]] = Number(argv[++i]);
-  }
-  return o;
+  const defaults = { run: 0, warmMs: 50, targetMs: 150, minIters: 2000, maxIters: 20000, collWarmMs: 50, collTargetMs: 150 };
+  const flag = (key) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+  const v = parseOptions('comms_job', USAGE, Object.fromEntries(Object.keys(defaults).map((k) => [flag(k), { type: 'string' }])), argv);
+  return Object.fromEntries(Object.entries(defaults).map(([k, d]) => [k, v[flag(k)] === undefined ? d : Number(v[flag(k)])]));
 }
 const opts = parse(process.argv.slice(2));
 const emit = (obj) => console.log(JSON.stringify({ impl: 'nodempi', np: n, ...obj }));
@@ -115,8 +113,8 @@ function pairs(make, k) {
 
 function timeCreation(k) {
   verify(k);
-  // warm-up, timed rather than counted (see bench/lib/sweep.mjs: V8 needs
-  // ~100 ms of calls to optimise a call path)
+  // warm-up, timed rather than counted (see bench/lib/sweep.mjs: V8
+  // optimises a call path only after many calls)
   world.barrier();
   const tw0 = performance.now();
   let warm = 0, b = 1, per = Infinity;

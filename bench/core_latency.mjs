@@ -12,21 +12,22 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { BENCH, ROOT, fmtUs, log, machineInfo, median, runJob, which } from './lib/jobs.mjs';
+import { BENCH, ROOT, fmtUs, log, machineInfo, median, parseOptions, runJob, usageError, which } from './lib/jobs.mjs';
 
 const COLLS = ['barrier', 'bcast', 'allreduce', 'gatherv', 'scatterv', 'allgatherv', 'alltoallv', 'reduceScatter', 'scan', 'exscan'];
 const NODE = process.execPath;
 
-function parseArgs(argv) {
-  const o = { runs: 5, np: 2, bytes: 8 };
-  for (let i = 0; i < argv.length; i++) {
-    const [k, v] = [argv[i], argv[i + 1]];
-    if (k === '--runs') o.runs = Number(v), i++;
-    else if (k === '--np') o.np = Number(v), i++;
-    else if (k === '--bytes') o.bytes = Number(v), i++;
-    else throw new Error(`core_latency: unknown option ${k}`);
-  }
-  if (!(o.runs >= 1 && o.np >= 1 && o.bytes >= 8 && o.bytes % 8 === 0)) throw new Error('core_latency: bad option value');
+const usage = `usage: node bench/core_latency.mjs [options]
+  --runs N         rounds of the three implementations, median reported (default 5)
+  --np N           world size (default 2)
+  --bytes B        message size in bytes, a multiple of 8 (default 8)`;
+
+function options(argv) {
+  const v = parseOptions('core_latency', usage, {
+    runs: { type: 'string', default: '5' }, np: { type: 'string', default: '2' }, bytes: { type: 'string', default: '8' },
+  }, argv);
+  const o = { runs: Number(v.runs), np: Number(v.np), bytes: Number(v.bytes) };
+  if (!(o.runs >= 1 && o.np >= 1 && o.bytes >= 8 && o.bytes % 8 === 0)) usageError('core_latency', usage, 'bad option value');
   return o;
 }
 
@@ -48,7 +49,7 @@ function compile(tmp) {
   return { core, ompi };
 }
 
-const o = parseArgs(process.argv.slice(2));
+const o = options(process.argv.slice(2));
 const tmp = mkdtempSync(join(os.tmpdir(), 'nodempi-core-'));
 try {
   const exe = compile(tmp);

@@ -22,7 +22,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { BENCH, EXT_MAX, NCPU, ROOT, addonInfo, fmtSize, fmtUs, idleWaiter, log, machineInfo, median, runJob, which } from './lib/jobs.mjs';
+import { BENCH, EXT_MAX, NCPU, ROOT, addonInfo, fmtSize, fmtUs, idleWaiter, list, log, machineInfo, median, parseOptions, runJob, usageError,
+  which } from './lib/jobs.mjs';
 
 const CASES = ['bcast', 'allgather'];
 const SIZES = [8192, 65536, 262144, 1048576, 4194304, 16777216];
@@ -36,31 +37,19 @@ const usage = `usage: node bench/datatypes.mjs [options]
   --no-ompi        skip the Open MPI reference
   --no-idle-wait   start jobs even while other work keeps the CPUs busy`;
 
-function die(msg) {
-  console.error(`datatypes: ${msg}\n${usage}`);
-  process.exit(2);
-}
+const die = (msg) => usageError('datatypes', usage, msg);
 
-function parseArgs(argv) {
-  const o = { quick: false, runs: null, nps: [2, 4], sizes: SIZES, partial: false, idleWait: true, ompi: true };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const v = () => {
-      if (argv[i + 1] === undefined) die(`${a} needs a value`);
-      return argv[++i];
-    };
-    switch (a) {
-      case '--quick': o.quick = true; o.partial = true; break;
-      case '--runs': o.runs = Number(v()); break;
-      case '--np': o.nps = v().split(',').map(Number); o.partial = true; break;
-      case '--sizes': o.sizes = v().split(',').map(Number); o.partial = true; break;
-      case '--no-idle-wait': o.idleWait = false; break;
-      case '--no-ompi': o.ompi = false; break;
-      case '-h': case '--help': console.log(usage); process.exit(0); break;
-      default: die(`unknown option ${a}`);
-    }
-  }
-  if (o.quick && !argv.includes('--sizes')) o.sizes = [8192, 1048576];
+function options(argv) {
+  const v = parseOptions('datatypes', usage, {
+    quick: { type: 'boolean' }, runs: { type: 'string' }, np: { type: 'string' }, sizes: { type: 'string' },
+    'no-idle-wait': { type: 'boolean' }, 'no-ompi': { type: 'boolean' },
+  }, argv);
+  const o = {
+    quick: !!v.quick, runs: v.runs === undefined ? null : Number(v.runs), nps: v.np === undefined ? [2, 4] : list(v.np, Number),
+    sizes: v.sizes === undefined ? SIZES : list(v.sizes, Number), partial: !!(v.quick || v.np !== undefined || v.sizes !== undefined),
+    idleWait: !v['no-idle-wait'], ompi: !v['no-ompi'],
+  };
+  if (o.quick && !v.seen.has('sizes')) o.sizes = [8192, 1048576];
   for (const n of o.nps) if (!Number.isInteger(n) || n < 1 || n > 64) die(`bad --np value ${n}`);
   for (const s of o.sizes) if (!Number.isInteger(s) || s < 8 || s % 8) die(`sizes must be multiples of 8 bytes, got ${s}`);
   o.runs ??= o.quick ? 1 : 5;
@@ -70,7 +59,7 @@ function parseArgs(argv) {
 }
 
 async function main() {
-  const o = parseArgs(process.argv.slice(2));
+  const o = options(process.argv.slice(2));
   if (!existsSync(join(ROOT, 'dist', 'index.js'))) die('dist/ is missing; run `npm run build` first');
   const addon = addonInfo();
   if (addon.olderThanSources) log(`datatypes: warning: ${addon.path} is older than native/; the numbers describe an earlier build`);

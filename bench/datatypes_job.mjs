@@ -16,26 +16,23 @@
 // --order says which layout of a size goes first; the driver alternates it
 // from run to run so that neither always follows the other.
 import { performance } from 'node:perf_hooks';
+import { parseOptions } from './lib/jobs.mjs';
 
 const mpi = await import(new URL('../dist/index.js', import.meta.url).href);
 const { Datatype } = mpi;
 const world = mpi.init();
 const { rank, size: n } = world;
 
-const opts = { cases: ['bcast', 'allgather'], sizes: [8192, 1048576], order: 'contig', targetMs: 150, warmMs: 50, firstWarmMs: 200 };
-const argv = process.argv.slice(2);
-for (let i = 0; i < argv.length; i += 2) {
-  const v = argv[i + 1];
-  switch (argv[i]) {
-    case '--cases': opts.cases = v.split(','); break;
-    case '--sizes': opts.sizes = v.split(',').map(Number); break;
-    case '--order': opts.order = v; break;
-    case '--target-ms': opts.targetMs = Number(v); break;
-    case '--warm-ms': opts.warmMs = Number(v); break;
-    case '--first-warm-ms': opts.firstWarmMs = Number(v); break;
-    default: throw new Error(`datatypes_job: unknown option ${argv[i]}`);
-  }
-}
+const v = parseOptions('datatypes_job', `usage: node dist/cli.js -n N bench/datatypes_job.mjs [options]   (bench/datatypes.mjs runs it)
+  --cases a,b  --sizes 8192,1048576  --order contig|derived  --target-ms T  --warm-ms W  --first-warm-ms W`, {
+  cases: { type: 'string', default: 'bcast,allgather' }, sizes: { type: 'string', default: '8192,1048576' },
+  order: { type: 'string', default: 'contig' }, 'target-ms': { type: 'string', default: '150' },
+  'warm-ms': { type: 'string', default: '50' }, 'first-warm-ms': { type: 'string', default: '200' },
+});
+const opts = {
+  cases: v.cases.split(','), sizes: v.sizes.split(',').map(Number), order: v.order, targetMs: Number(v['target-ms']),
+  warmMs: Number(v['warm-ms']), firstWarmMs: Number(v['first-warm-ms']),
+};
 const MIN_ITERS = 2, MAX_ITERS = 200000;
 
 const val = (r, i) => (r + 1) * 65536 + (i & 65535);
@@ -153,7 +150,7 @@ try {
         p.call();
         let err = p.check();
         if (err) throw new Error(`datatypes: WRONG RESULT: ${label}: ${err}`);
-        // V8 tiers a call path up within ~100 ms; the first point of each layout waits for it
+        // V8 tiers a call path up only after many calls (bench/lib/sweep.mjs); the first point of each layout waits for it
         const m = measure(p.call, si === 0 ? opts.firstWarmMs : opts.warmMs);
         err = p.check();
         if (err) throw new Error(`datatypes: WRONG RESULT after the timed loop: ${label}: ${err}`);

@@ -19,16 +19,22 @@
 // --runs fresh processes (default 5), and then the median over processes.
 // Writes bench/results/hold.json and bench/HOLD.md (--quick: one process
 // per group, hold-partial.json only).
-import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ROOT, parseOptions, runJob, usageError } from './lib/jobs.mjs';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const quick = process.argv.includes('--quick');
-const runsAt = process.argv.indexOf('--runs');
-const runs = quick ? 1 : runsAt > 0 ? Number(process.argv[runsAt + 1]) : 5;
+const usage = `usage: node bench/hold.mjs [options]
+  --quick          smoke test: one process per group, short batches (writes results/hold-partial.json)
+  --runs R         fresh processes per group, median reported (default 5)`;
+const opts = parseOptions('hold', usage, {
+  quick: { type: 'boolean' }, runs: { type: 'string', default: '5' },
+  child: { type: 'string' },   // internal: measure one group in this process
+});
+const quick = !!opts.quick;
+const runs = quick ? 1 : Number(opts.runs);
+if (!(Number.isInteger(runs) && runs >= 1)) usageError('hold', usage, '--runs must be a positive integer');
 
 function time(fn, target = quick ? 20 : 150) {
   // Batch size: enough calls for about target/7 ms per batch.
@@ -90,13 +96,12 @@ async function child(group) {
 }
 
 // Median of a group's numbers over `runs` fresh processes, field by field.
-function run(group, env = {}) {
+async function run(group, env = {}) {
   const all = [];
   for (let i = 0; i < runs; i++) {
-    const text = execFileSync(process.execPath, [fileURLToPath(import.meta.url), '--child', group, ...(quick ? ['--quick'] : [])], {
-      env: { ...process.env, ...env }, encoding: 'utf8',
-    });
-    all.push(JSON.parse(text));
+    const { points } = await runJob(`hold: ${group}`, process.execPath,
+      [fileURLToPath(import.meta.url), '--child', group, ...(quick ? ['--quick'] : [])], { ...process.env, ...env });
+    all.push(points[0]);
   }
   const med = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };
   const merge = (objs) => {
@@ -112,16 +117,16 @@ function run(group, env = {}) {
 const ns = (x) => (x < 1000 ? `${x.toFixed(1)} ns` : x < 1e6 ? `${(x / 1000).toFixed(2)} µs` : `${(x / 1e6).toFixed(2)} ms`);
 const size = (b) => (b >= 1 << 20 ? `${b >> 20} MiB` : b >= 1024 ? `${b >> 10} KiB` : `${b} B`);
 
-if (process.argv[2] === '--child') {
-  await child(process.argv[3]);
+if (opts.child !== undefined) {
+  await child(opts.child);
 } else {
   const started = new Date();
   const results = {
-    marking: run('marking'),
-    holdMark: run('hold-mark', { NODEMPI_HOLD: 'mark' }),
-    holdCopy: run('hold-copy', { NODEMPI_HOLD: 'copy' }),
-    e2eMark: run('end-to-end', { NODEMPI_HOLD: 'mark' }),
-    e2eCopy: run('end-to-end', { NODEMPI_HOLD: 'copy' }),
+    marking: await run('marking'),
+    holdMark: await run('hold-mark', { NODEMPI_HOLD: 'mark' }),
+    holdCopy: await run('hold-copy', { NODEMPI_HOLD: 'copy' }),
+    e2eMark: await run('end-to-end', { NODEMPI_HOLD: 'mark' }),
+    e2eCopy: await run('end-to-end', { NODEMPI_HOLD: 'copy' }),
   };
   const m = results.marking, hm = results.holdMark, hc = results.holdCopy;
   const machine = `${os.cpus().length} × ${os.cpus()[0]?.model.trim()}, Node ${process.version}, ${os.platform()} ${os.release()}`;

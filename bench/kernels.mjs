@@ -15,21 +15,20 @@
 // (job order rotated) and the median over runs reported. Writes
 // bench/results/kernels.json and bench/KERNELS.md (full run) or
 // bench/results/kernels-partial.json (--quick, --sizes, --cases).
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import {
+  BENCH, EXT_MAX, NCPU, ROOT, idleWaiter, list, log, onInterrupt, parseOptions, runJob as runBenchJob, tryRun, usageError, which,
+} from './lib/jobs.mjs';
 
-const BENCH = dirname(fileURLToPath(import.meta.url));
-const ROOT = dirname(BENCH);
 const SELF = fileURLToPath(import.meta.url);
-const NCPU = os.cpus().length;
 const KiB = 1024, MiB = 1024 * KiB;
 const SIZES = [4 * KiB, 256 * KiB, 16 * MiB, 256 * MiB];
 const QUICK_SIZES = [4 * KiB, 256 * KiB];
 const GUARD = 64;        // bytes after each output buffer that must stay untouched
-const EXT_MAX = 0.25;    // a job during which other processes used more cores than this is noisy
 const JOB_TIMEOUT_S = 600;
 const IDLE_WAIT_JOB = 5;     // seconds a job may wait for other work to leave a core free
 const IDLE_WAIT_TOTAL = 60;  // and all jobs together
@@ -138,7 +137,7 @@ const JS_LOOPS = {
  * the one pair type, over a TypedArray view of each member (b.v, b.k),
  * compiled from source per case: closures of one function literal share
  * V8's type feedback, and one loop serving every pair type went megamorphic
- * (~35x slower in a test).
+ * (bench/README.md, "Measurements behind the code").
  */
 function jsLoop(c) {
   const t = TYPES[c.type];
@@ -177,38 +176,22 @@ const usage = `usage: node bench/kernels.mjs [options]
 A full run (no --quick, --sizes or --cases) also rewrites bench/KERNELS.md.`;
 
 // ---------------------------------------------------------------- options
-function parseArgs(argv) {
-  const o = { quick: false, sizes: null, cases: CASES, warmMs: null, trialMs: null, trials: null, runs: null, idleWait: true, out: null,
-    report: null, worker: null, bytes: null, partial: false };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const v = () => {
-      const x = argv[++i];
-      if (x === undefined) die(`${a} needs a value`);
-      return x;
-    };
-    switch (a) {
-      case '--quick': o.quick = true; o.partial = true; break;
-      case '--sizes': o.sizes = v().split(',').filter(Boolean).map(parseSize); o.partial = true; break;
-      case '--cases': {
-        const want = v().split(',').filter(Boolean);
-        o.cases = want.map((w) => CASES.find((c) => caseName(c) === w) ?? die(`unknown case ${w} (known: ${CASES.map(caseName).join(', ')})`));
-        o.partial = true;
-        break;
-      }
-      case '--warm-ms': o.warmMs = Number(v()); break;
-      case '--trial-ms': o.trialMs = Number(v()); break;
-      case '--trials': o.trials = Number(v()); break;
-      case '--runs': o.runs = Number(v()); break;
-      case '--no-idle-wait': o.idleWait = false; break;
-      case '--out': o.out = v(); break;
-      case '--report': o.report = v(); break;
-      case '--worker': o.worker = v(); break;   // internal: one measuring process
-      case '--bytes': o.bytes = Number(v()); break;
-      case '-h': case '--help': console.log(usage); process.exit(0); break;
-      default: die(`unknown option ${a}`);
-    }
-  }
+function options(argv) {
+  const v = parseOptions('kernels', usage, {
+    quick: { type: 'boolean' }, sizes: { type: 'string' }, cases: { type: 'string' }, 'warm-ms': { type: 'string' },
+    'trial-ms': { type: 'string' }, trials: { type: 'string' }, runs: { type: 'string' }, 'no-idle-wait': { type: 'boolean' },
+    out: { type: 'string' }, report: { type: 'string' },
+    worker: { type: 'string' }, bytes: { type: 'string' },   // internal: one measuring process
+  }, argv);
+  const num = (x) => (x === undefined ? null : Number(x));
+  const o = {
+    quick: !!v.quick, sizes: v.sizes === undefined ? null : list(v.sizes, parseSize),
+    cases: v.cases === undefined ? CASES
+      : list(v.cases, (w) => CASES.find((c) => caseName(c) === w) ?? die(`unknown case ${w} (known: ${CASES.map(caseName).join(', ')})`)),
+    warmMs: num(v['warm-ms']), trialMs: num(v['trial-ms']), trials: num(v.trials), runs: num(v.runs), idleWait: !v['no-idle-wait'],
+    out: v.out ?? null, report: v.report ?? null, worker: v.worker ?? null, bytes: num(v.bytes),
+    partial: !!(v.quick || v.sizes !== undefined || v.cases !== undefined),
+  };
   o.sizes ??= o.quick ? QUICK_SIZES : SIZES;
   o.warmMs ??= o.quick ? 10 : 100;
   o.trialMs ??= o.quick ? 5 : 20;
@@ -233,11 +216,8 @@ function parseSize(s) {
 }
 
 function die(msg) {
-  console.error(`kernels: ${msg}\n${usage}`);
-  process.exit(2);
+  usageError('kernels', usage, msg);
 }
-
-const log = (msg) => process.stderr.write(`${msg}\n`);
 
 // ---------------------------------------------------------------- data
 // The patterns are shared with bench/ompi/reduce_local.c, so both sides
@@ -262,8 +242,9 @@ const PAIR_VALUES = [[(i) => (i % 13) - 6, (i) => i % 17], [(i) => (i % 3 ? (i %
 
 /**
  * Writes f(i) into the member at byte `off` of every item. Through TypedArray
- * views where there is one: MEMBERS' DataView calls, megamorphic here, were
- * ~5x slower, which a full run would pay for seconds at 256 MiB.
+ * views where there is one: MEMBERS' DataView calls, megamorphic here, are
+ * slower (bench/README.md, "Measurements behind the code"), which a full run
+ * would pay for seconds at 256 MiB.
  */
 function fillMember(buf, bytes, item, off, member, f) {
   const m = MEMBERS[member], n = bytes / item;
@@ -491,8 +472,9 @@ async function worker(o) {
 
   // Last, and the direct loop before the op: the op path detaches the
   // ArrayBuffers it lends the function, and V8's first detach in a process
-  // makes every later TypedArray access check for detachment (measured
-  // ~1.5x slower loops), which must not leak into the plain-JS figures.
+  // makes every later TypedArray access check for detachment (slower loops;
+  // bench/README.md, "Measurements behind the code"), which must not leak
+  // into the plain-JS figures.
   if (auto) {
     const c = { api: 'userop', op: 'SUM', type: 'DOUBLE' };
     fill(c, inBuf, bytes, 0);
@@ -521,33 +503,6 @@ async function worker(o) {
 }
 
 // ---------------------------------------------------------------- machine
-function cpuTimes() {
-  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  return { idle: f[3] + (f[4] || 0), total: f.reduce((a, b) => a + b, 0) };
-}
-
-/** Fraction of all CPUs busy over `ms` (null where /proc/stat is missing). */
-async function busyFraction(ms) {
-  try {
-    const a = cpuTimes();
-    await new Promise((res) => setTimeout(res, ms));
-    const b = cpuTimes();
-    return b.total > a.total ? 1 - (b.idle - a.idle) / (b.total - a.total) : 0;
-  } catch { return null; }
-}
-
-/**
- * Waits (up to maxS) until other processes leave at least one core idle:
- * the jobs are single-threaded, and a job that shares its core reads up to 2x slow.
- */
-async function waitIdle(maxS) {
-  const t0 = Date.now();
-  const limit = 1 - 1 / NCPU + 0.1;
-  let busy = await busyFraction(200);
-  while (busy !== null && busy > limit && Date.now() - t0 < maxS * 1000) busy = await busyFraction(500);
-  return (Date.now() - t0) / 1000;
-}
-
 function cacheSizes() {
   const out = {};
   try {
@@ -578,15 +533,6 @@ function machineInfo() {
   };
 }
 
-function tryRun(cmd, args) {
-  try { return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], cwd: ROOT }).trim(); } catch { return null; }
-}
-
-function which(cmd) {
-  const r = spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' });
-  return r.status === 0 ? r.stdout.trim() : null;
-}
-
 function gitInfo() {
   const commit = tryRun('git', ['rev-parse', '--short', 'HEAD']);
   // Tracked files only: the bench's own untracked outputs do not make a build dirty.
@@ -614,15 +560,7 @@ function buildOmpi() {
 }
 
 // ---------------------------------------------------------------- jobs
-const running = new Set();
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.on(sig, () => {
-    for (const c of running) { try { process.kill(-c.pid, 'SIGKILL'); } catch { /* gone */ } }
-    if (tempDir) rmSync(tempDir, { recursive: true, force: true });
-    console.error(`\nkernels: interrupted (${sig})`);
-    process.exit(130);
-  });
-}
+onInterrupt(() => { if (tempDir) rmSync(tempDir, { recursive: true, force: true }); });
 
 function jobCommand(kind, bytes, o, ompi, viaMpirun) {
   const timing = ['--warm-ms', String(o.warmMs), '--trial-ms', String(o.trialMs), '--trials', String(o.trials)];
@@ -648,55 +586,25 @@ function expectedPoints(kind, o) {
 }
 
 /**
- * Runs one measuring process; resolves with its points and how many cores
- * other work used meanwhile (the CPUs' busy time from /proc/stat minus the
- * job's own CPU time, which the job reports last).
+ * Runs one measuring process (bench/lib/jobs.mjs); resolves with its points
+ * and how many cores other work used meanwhile.
  */
-function runJob(kind, bytes, o, ompi, viaMpirun = false) {
+async function runJob(kind, bytes, o, ompi, viaMpirun = false) {
   const { cmd, args, env } = jobCommand(kind, bytes, o, ompi, viaMpirun);
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    let stat0 = null;
-    try { stat0 = cpuTimes(); } catch { /* no /proc */ }
-    const child = spawn(cmd, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    running.add(child);
-    let out = '', err = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { err += d; });
-    const limit = setTimeout(() => {
-      err += `\nkernels: ${kind} ${fmtSize(bytes)} took longer than ${JOB_TIMEOUT_S} s; killed\n`;
-      try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
-    }, JOB_TIMEOUT_S * 1000);
-    child.on('error', (e) => { clearTimeout(limit); running.delete(child); reject(new Error(`${kind}: cannot start ${cmd}: ${e.message}`)); });
-    child.on('close', (code, signal) => {
-      clearTimeout(limit);
-      running.delete(child);
-      const seconds = (performance.now() - t0) / 1000;
-      const lines = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
-      const info = lines.find((l) => l.kind === 'info') ?? {};
-      const cpu = lines.find((l) => l.kind === 'cpu')?.cpu_s ?? null;
-      const points = lines.filter((l) => !l.kind);
-      let otherCores = null;
-      try {
-        const stat1 = cpuTimes();
-        if (stat0 && cpu !== null && stat1.total > stat0.total) {
-          const busyCpuS = (1 - (stat1.idle - stat0.idle) / (stat1.total - stat0.total)) * NCPU * seconds;
-          otherCores = Math.max(0, busyCpuS - cpu) / seconds;
-        }
-      } catch { /* no /proc */ }
-      const want = expectedPoints(kind, o);
-      if (code !== 0 || signal || points.length !== want) {
-        const e = new Error(`${kind} ${fmtSize(bytes)} failed (exit ${signal || code}, ${points.length}/${want} points)` +
-          `${/WRONG RESULT/.test(err) ? ': an implementation returned a WRONG RESULT' : ''}\n--- command: ${cmd} ${args.join(' ')}\n` +
-          `--- stderr:\n${err.trim()}`);
-        e.startedNothing = !info.kind && points.length === 0;
-        reject(e);
-        return;
-      }
-      resolve({ kind, bytes, info, points, seconds, cpuS: cpu, otherCores, noisy: otherCores !== null && otherCores > EXT_MAX,
-        stderr: err.trim() });
-    });
-  });
+  const want = expectedPoints(kind, o);
+  const points = (lines) => lines.filter((l) => !l.kind);
+  let res;
+  try {
+    res = await runBenchJob(`kernels: ${kind} ${fmtSize(bytes)}`, cmd, args, env, JOB_TIMEOUT_S,
+      { check: (lines) => (points(lines).length === want ? null : `${points(lines).length}/${want} points`) });
+  } catch (e) {
+    e.startedNothing = e.points !== undefined && e.points.length === 0;
+    throw e;
+  }
+  const info = res.points.find((l) => l.kind === 'info') ?? {};
+  const otherCores = res.exact.extCores;
+  return { kind, bytes, info, points: points(res.points), seconds: res.exact.seconds, cpuS: res.cpuS, otherCores,
+    noisy: otherCores !== null && otherCores > EXT_MAX, stderr: res.stderr };
 }
 
 async function runOmpiJob(bytes, o, ompi) {
@@ -995,7 +903,7 @@ function markdown(r) {
 
 // ---------------------------------------------------------------- main
 async function main() {
-  const o = parseArgs(process.argv.slice(2));
+  const o = options(process.argv.slice(2));
   if (o.worker) {
     if (!['auto', 'scalar'].includes(o.worker) || !(o.bytes > 0)) die('bad --worker/--bytes');
     try {
@@ -1024,15 +932,16 @@ async function main() {
   const isa = { auto: null, scalar: null };
   let library = null;
   const kinds = ['auto', 'scalar', ...(ompi ? ['ompi'] : [])];
-  let idleLeft = IDLE_WAIT_TOTAL;
+  // The jobs are single-threaded, and a job that shares its core reads slow:
+  // wait until other processes leave at least one core idle.
+  const waitIdle = idleWaiter(IDLE_WAIT_JOB, IDLE_WAIT_TOTAL, 1 - 1 / NCPU + 0.1);
   try {
     for (let run = 0; run < o.runs; run++) {
       // Rotated, so a slow drift in the machine's load does not always hit the same column.
       const order = kinds.map((_, i) => kinds[(i + run) % kinds.length]);
       for (const bytes of o.sizes) {
         for (const kind of order) {
-          const waitedS = o.idleWait && idleLeft > 0 ? await waitIdle(Math.min(IDLE_WAIT_JOB, idleLeft)) : 0;
-          idleLeft -= waitedS;
+          const { waitedS } = o.idleWait ? await waitIdle() : { waitedS: 0 };
           const j = kind === 'ompi' ? await runOmpiJob(bytes, o, ompi) : await runJob(kind, bytes, o, ompi);
           if (kind === 'ompi') library = j.info.library ?? library;
           else isa[kind] = j.info.isa ?? isa[kind];

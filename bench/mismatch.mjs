@@ -22,7 +22,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join, relative } from 'node:path';
-import { BENCH, EXT_MAX, ROOT, fmtSize, fmtUs, idleWaiter, log, machineInfo, median, runJob, tryRun } from './lib/jobs.mjs';
+import { BENCH, EXT_MAX, ROOT, fmtSize, fmtUs, idleWaiter, list, log, machineInfo, median, parseOptions, runJob, tryRun,
+  usageError } from './lib/jobs.mjs';
 
 const SCRATCH = join(ROOT, 'build-noagree');
 const BUILDS = {
@@ -41,29 +42,17 @@ const usage = `usage: node bench/mismatch.mjs [options]
                    build-noagree/ref (default), or build/Release as it is
   --no-idle-wait   start jobs even while other work keeps the CPUs busy`;
 
-function die(msg) {
-  console.error(`mismatch: ${msg}\n${usage}`);
-  process.exit(2);
-}
+const die = (msg) => usageError('mismatch', usage, msg);
 
-function parseArgs(argv) {
-  const o = { quick: false, runs: null, nps: [2, 4], partial: false, idleWait: true, normal: 'ref' };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const v = () => {
-      if (argv[i + 1] === undefined) die(`${a} needs a value`);
-      return argv[++i];
-    };
-    switch (a) {
-      case '--quick': o.quick = true; o.partial = true; break;
-      case '--runs': o.runs = Number(v()); break;
-      case '--np': o.nps = v().split(',').map(Number); o.partial = true; break;
-      case '--normal': o.normal = v(); break;
-      case '--no-idle-wait': o.idleWait = false; break;
-      case '-h': case '--help': console.log(usage); process.exit(0); break;
-      default: die(`unknown option ${a}`);
-    }
-  }
+function options(argv) {
+  const v = parseOptions('mismatch', usage, {
+    quick: { type: 'boolean' }, runs: { type: 'string' }, np: { type: 'string' }, normal: { type: 'string', default: 'ref' },
+    'no-idle-wait': { type: 'boolean' },
+  }, argv);
+  const o = {
+    quick: !!v.quick, runs: v.runs === undefined ? null : Number(v.runs), nps: v.np === undefined ? [2, 4] : list(v.np, Number),
+    partial: !!(v.quick || v.np !== undefined), idleWait: !v['no-idle-wait'], normal: v.normal,
+  };
   if (!['ref', 'release'].includes(o.normal)) die(`--normal must be ref or release, got ${o.normal}`);
   for (const n of o.nps) if (!Number.isInteger(n) || n < 2 || n > 64) die(`bad --np value ${n}`);
   // the differences sought are tens of nanoseconds: many short jobs beat a few long ones
@@ -102,7 +91,7 @@ function loaded(addon) {
 }
 
 async function main() {
-  const o = parseArgs(process.argv.slice(2));
+  const o = options(process.argv.slice(2));
   if (!existsSync(join(ROOT, 'dist', 'cli.js'))) die('dist/ is missing; run `npm run build` first');
   const t0 = performance.now();
   const addons = { noagree: build('noagree') };

@@ -35,7 +35,7 @@ const impl = {
 };
 
 try {
-  await runSweep(impl, parseSweepArgs(process.argv.slice(2)),
+  await runSweep(impl, parseSweepArgs(process.argv.slice(2), 'bench/nodempi_job.mjs'),
     (r) => console.log(JSON.stringify({ impl: 'nodempi', np: world.size, ...r })), `nodempi rank ${world.rank}`);
 } catch (e) {
   console.error(e && e.stack ? e.stack : String(e));

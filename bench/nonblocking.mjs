@@ -11,16 +11,14 @@
 // report shows medians across runs. A full run writes
 // bench/results/nonblocking.json and bench/NONBLOCKING.md; --quick or --np
 // write bench/results/nonblocking-partial.json only.
-import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, relative } from 'node:path';
+import {
+  BENCH, EXT_MAX, NCPU, ROOT, idleWaiter, list, log, parseOptions, runJob as runBenchJob, tryRun, usageError,
+} from './lib/jobs.mjs';
 
-const BENCH = dirname(fileURLToPath(import.meta.url));
-const ROOT = dirname(BENCH);
-const NCPU = os.cpus().length;
-const EXT_MAX = 0.25;        // a job during which other processes used more cores than this is noisy
+
 const IDLE_WAIT_TOTAL = 90;  // seconds a whole run may spend waiting for other work to finish
 const JOB_TIMEOUT_S = 300;
 
@@ -65,26 +63,15 @@ const usage = `usage: node bench/nonblocking.mjs [options]
   --report FILE    run nothing: recompute the summary from a results file and rewrite it
                    (and NONBLOCKING.md when FILE is results/nonblocking.json)`;
 
-function parseArgs(argv) {
-  const o = { quick: false, runs: null, nps: [2, 4], partial: false, idleWait: true, report: null, budgetMin: 5.5 };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const v = () => {
-      const x = argv[++i];
-      if (x === undefined) die(`${a} needs a value`);
-      return x;
-    };
-    switch (a) {
-      case '--quick': o.quick = true; o.partial = true; break;
-      case '--runs': o.runs = Number(v()); break;
-      case '--np': o.nps = v().split(',').map(Number); break;
-      case '--no-idle-wait': o.idleWait = false; break;
-      case '--budget-min': o.budgetMin = Number(v()); break;
-      case '--report': o.report = v(); break;
-      case '-h': case '--help': console.log(usage); process.exit(0); break;
-      default: die(`unknown option ${a}`);
-    }
-  }
+function options(argv) {
+  const v = parseOptions('nonblocking', usage, {
+    quick: { type: 'boolean' }, runs: { type: 'string' }, np: { type: 'string' }, 'no-idle-wait': { type: 'boolean' },
+    'budget-min': { type: 'string', default: '5.5' }, report: { type: 'string' },
+  }, argv);
+  const o = {
+    quick: !!v.quick, runs: v.runs === undefined ? null : Number(v.runs), nps: v.np === undefined ? [2, 4] : list(v.np, Number),
+    partial: !!v.quick, idleWait: !v['no-idle-wait'], report: v.report ?? null, budgetMin: Number(v['budget-min']),
+  };
   for (const np of o.nps) if (!Number.isInteger(np) || np < 2 || np > 64) die(`--np values must be integers from 2 to 64 (rank 1 is the late peer), got ${np}`);
   if (o.nps.join(',') !== '2,4') o.partial = true;
   o.runs ??= o.quick ? 1 : 5;
@@ -95,12 +82,7 @@ function parseArgs(argv) {
   return o;
 }
 
-function die(msg) {
-  console.error(`nonblocking: ${msg}\n${usage}`);
-  process.exit(2);
-}
-
-const log = (msg) => process.stderr.write(`${msg}\n`);
+const die = (msg) => usageError('nonblocking', usage, msg);
 
 function jobArgv(j) {
   return ['--target-ms', j.targetMs, '--warm-ms', j.warmMs, '--first-warm-ms', j.firstWarmMs, '--rounds', j.rounds,
@@ -108,35 +90,6 @@ function jobArgv(j) {
 }
 
 // ---------------------------------------------------------------- machine
-function cpuTimes() {
-  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  return { idle: f[3] + (f[4] || 0), total: f.reduce((a, b) => a + b, 0) };
-}
-
-async function busyFraction(ms) {
-  try {
-    const a = cpuTimes();
-    await new Promise((r) => setTimeout(r, ms));
-    const b = cpuTimes();
-    return b.total > a.total ? 1 - (b.idle - a.idle) / (b.total - a.total) : 0;
-  } catch { return null; }
-}
-
-/** Waits (up to maxS) until other work leaves the CPUs mostly idle. */
-async function waitIdle(maxS) {
-  const t0 = Date.now();
-  let busy = await busyFraction(250);
-  while (busy !== null && busy > 0.2 && Date.now() - t0 < maxS * 1000) {
-    await new Promise((r) => setTimeout(r, 1000));
-    busy = await busyFraction(250);
-  }
-  return { busy, waitedS: (Date.now() - t0) / 1000 };
-}
-
-function tryRun(cmd, args) {
-  try { return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], cwd: ROOT }).trim(); } catch { return null; }
-}
-
 function machineInfo() {
   const cpus = os.cpus();
   return {
@@ -149,77 +102,19 @@ function machineInfo() {
 }
 
 // ---------------------------------------------------------------- jobs
-const running = new Set();
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.on(sig, () => {
-    for (const c of running) { try { process.kill(-c.pid, 'SIGKILL'); } catch { /* gone */ } }
-    console.error(`\nnonblocking: interrupted (${sig})`);
-    process.exit(130);
-  });
-}
-
-/** CPU-seconds of the job's process tree, from bash's `times` (children line) at the end of stderr. */
-function childCpuSeconds(err) {
-  const sec = (t) => { const m = /^(\d+)m([\d.]+)s$/.exec(t); return m ? Number(m[1]) * 60 + Number(m[2]) : NaN; };
-  const lines = err.trimEnd().split('\n');
-  const f = (lines[lines.length - 1] ?? '').trim().split(/\s+/);
-  if (f.length !== 2 || !/^\d+m[\d.]+s$/.test(f[0])) return { cpu: null, err };
-  return { cpu: sec(f[0]) + sec(f[1]), err: lines.slice(0, -2).join('\n') };
-}
-
 /**
- * One job in a fresh process group. Resolves with its result lines; rejects
- * on a wrong result, a failure, a timeout or missing lines. Also measures how
- * many cores other work used meanwhile (CPU busy time from /proc/stat minus
- * the job's own CPU time).
+ * One job in a fresh process group (bench/lib/jobs.mjs). Resolves with its
+ * result lines; rejects on a wrong result, a failure, a timeout or missing
+ * lines.
  */
-function runJob(np, argv) {
+async function runJob(np, argv) {
   const args = [join(ROOT, 'dist', 'cli.js'), '-n', String(np), '--timeout', String(JOB_TIMEOUT_S),
     join(BENCH, 'nonblocking_job.mjs'), ...argv];
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    let stat0 = null;
-    try { stat0 = cpuTimes(); } catch { /* no /proc */ }
-    const child = spawn('bash', ['-c', '"$@"; rc=$?; times >&2; exit $rc', 'bash', process.execPath, ...args],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    running.add(child);
-    let out = '', err = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { err += d; });
-    const limit = setTimeout(() => {
-      err += `\nnonblocking: np=${np} took longer than ${JOB_TIMEOUT_S + 60} s; killed\n`;
-      try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
-    }, (JOB_TIMEOUT_S + 60) * 1000);
-    child.on('error', (e) => { clearTimeout(limit); reject(new Error(`np=${np}: cannot start: ${e.message}`)); });
-    child.on('close', (code, signal) => {
-      running.delete(child);
-      clearTimeout(limit);
-      const seconds = (performance.now() - t0) / 1000;
-      const own = childCpuSeconds(err);
-      err = own.err;
-      let extCores = null;
-      try {
-        const stat1 = cpuTimes();
-        if (stat0 && own.cpu !== null && stat1.total > stat0.total) {
-          const busyCpuS = (1 - (stat1.idle - stat0.idle) / (stat1.total - stat0.total)) * NCPU * seconds;
-          extCores = Math.max(0, busyCpuS - own.cpu) / seconds;
-        }
-      } catch { /* no /proc */ }
-      const lines = [];
-      for (const line of out.split('\n')) {
-        if (!line.startsWith('{')) continue;
-        try { lines.push(JSON.parse(line)); } catch { /* not ours */ }
-      }
-      const wrong = /WRONG RESULT/.test(err);
-      if (code !== 0 || signal || wrong || lines.length !== EXPECTED_LINES) {
-        reject(new Error(`np=${np} failed (exit ${signal || code}, ${lines.length}/${EXPECTED_LINES} results)` +
-          `${wrong ? ': a WRONG RESULT' : ''}\n--- command: node ${args.map((a) => relative(ROOT, a) || a).join(' ')}\n` +
-          `--- stderr:\n${err.trim()}\n--- stdout (last lines):\n${out.trim().split('\n').slice(-3).join('\n')}`));
-        return;
-      }
-      resolve({ lines, seconds, cpuS: own.cpu, extCores });
-    });
+  const res = await runBenchJob(`nonblocking: np=${np}`, process.execPath, args, process.env, JOB_TIMEOUT_S + 60, {
+    shown: `node ${args.map((a) => relative(ROOT, a) || a).join(' ')}`,
+    check: (lines) => (lines.length === EXPECTED_LINES ? null : `${lines.length}/${EXPECTED_LINES} results`),
   });
+  return { lines: res.points, seconds: res.exact.seconds, cpuS: res.cpuS, extCores: res.exact.extCores };
 }
 
 // ---------------------------------------------------------------- summary
@@ -592,7 +487,7 @@ function report(result, out, writeMd) {
 
 // ---------------------------------------------------------------- main
 async function main() {
-  const o = parseArgs(process.argv.slice(2));
+  const o = options(process.argv.slice(2));
   const fullOut = join(BENCH, 'results', 'nonblocking.json');
   if (o.report) {
     const out = join(process.cwd(), o.report);
@@ -617,18 +512,15 @@ async function main() {
     points: POINTS, forms: FORMS, command: `node dist/cli.js -n N --timeout ${JOB_TIMEOUT_S} bench/nonblocking_job.mjs ${argv.join(' ')}` };
   log(`nonblocking: ${o.runs} run(s) × np ${o.nps.join(',')}${o.quick ? ' (quick)' : ''}`);
   const runs = [];
+  const waitIdle = idleWaiter(o.quick ? 1 : 10, IDLE_WAIT_TOTAL);
   let waited = 0, k = 0, extra = 0;
   const total = o.runs * o.nps.length;
   const runOne = async (run, np, tag) => {
-    let idle = { busy: null, waitedS: 0 };
-    if (o.idleWait && waited < IDLE_WAIT_TOTAL) {
-      idle = await waitIdle(Math.min(o.quick ? 1 : 10, IDLE_WAIT_TOTAL - waited));
-      waited += idle.waitedS;
-    }
+    const idle = o.idleWait ? await waitIdle() : { busyBefore: null, waitedS: 0 };
+    waited += idle.waitedS;
     const res = await runJob(np, argv);
     const job = { run, np, seconds: +res.seconds.toFixed(2), cpuS: res.cpuS,
-      extCores: res.extCores === null ? null : +res.extCores.toFixed(2), busyBefore: idle.busy === null ? null : +idle.busy.toFixed(2),
-      waitedS: +idle.waitedS.toFixed(1) };
+      extCores: res.extCores === null ? null : +res.extCores.toFixed(2), ...idle };
     if (job.extCores !== null && job.extCores > EXT_MAX) job.noisy = true;
     job.results = res.lines.map(roundDeep);
     runs.push(job);

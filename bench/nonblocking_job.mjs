@@ -23,6 +23,7 @@
 // NaN before each batch), so a path that does nothing cannot look fast.
 import { readFileSync, readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { parseOptions } from './lib/jobs.mjs';
 import { check, makeBuffers, poison } from './lib/sweep.mjs';
 
 const mpi = await import(new URL('../dist/index.js', import.meta.url).href);
@@ -30,28 +31,21 @@ const world = mpi.init();
 const SUM = mpi.Op.SUM;
 const { rank, size: n } = world;
 
-function parseArgs(argv) {
+function options(argv) {
   const o = {
     targetMs: 150, warmMs: 50, firstWarmMs: 200, rounds: 8, maxIters: 200000,
     overlapBytes: 16 * 1048576, overlapReps: 20, chunkMs: 2, lateMs: 200, lateReps: 2,
     sections: ['latency', 'overlap', 'late'],
   };
-  for (let i = 0; i < argv.length; i++) {
-    const v = argv[i + 1];
-    switch (argv[i]) {
-      case '--target-ms': o.targetMs = Number(v); i++; break;
-      case '--warm-ms': o.warmMs = Number(v); i++; break;
-      case '--first-warm-ms': o.firstWarmMs = Number(v); i++; break;
-      case '--rounds': o.rounds = Number(v); i++; break;
-      case '--overlap-bytes': o.overlapBytes = Number(v); i++; break;
-      case '--overlap-reps': o.overlapReps = Number(v); i++; break;
-      case '--chunk-ms': o.chunkMs = Number(v); i++; break;
-      case '--late-ms': o.lateMs = Number(v); i++; break;
-      case '--late-reps': o.lateReps = Number(v); i++; break;
-      case '--sections': o.sections = v.split(','); i++; break;
-      default: throw new Error(`nonblocking_job: unknown flag ${argv[i]}`);
-    }
-  }
+  const numeric = {
+    'target-ms': 'targetMs', 'warm-ms': 'warmMs', 'first-warm-ms': 'firstWarmMs', rounds: 'rounds', 'overlap-bytes': 'overlapBytes',
+    'overlap-reps': 'overlapReps', 'chunk-ms': 'chunkMs', 'late-ms': 'lateMs', 'late-reps': 'lateReps',
+  };
+  const v = parseOptions('nonblocking_job', `usage: node dist/cli.js -n N bench/nonblocking_job.mjs [options]   (bench/nonblocking.mjs runs it)
+  ${Object.keys(numeric).map((f) => `--${f} N`).join('  ')}  --sections latency,overlap,late`,
+  { ...Object.fromEntries(Object.keys(numeric).map((f) => [f, { type: 'string' }])), sections: { type: 'string' } }, argv);
+  for (const [f, k] of Object.entries(numeric)) if (v[f] !== undefined) o[k] = Number(v[f]);
+  if (v.sections !== undefined) o.sections = v.sections.split(',');
   return o;
 }
 
@@ -141,8 +135,8 @@ async function latencyPoint(o, coll, bytes, first) {
   };
 
   // warm-up per form: batches of 1, 2, 4, ... calls until warm ms have passed
-  // on rank 0; V8 needs ~100 ms of calls to optimise a call path, hence the
-  // longer warm-up of the first point
+  // on rank 0; V8 optimises a call path only after many calls
+  // (bench/lib/sweep.mjs), hence the longer warm-up of the first point
   const warmMs = first ? o.firstWarmMs : o.warmMs;
   const perCall = {};
   for (const form of FORMS) {
@@ -417,7 +411,7 @@ async function late(o) {
 
 // ------------------------------------------------------------------ main
 try {
-  const o = parseArgs(process.argv.slice(2));
+  const o = options(process.argv.slice(2));
   if (o.sections.includes('latency')) {
     const points = [['allreduce', 8], ['allreduce', 1024], ['allreduce', 1048576], ['bcast', 8]];
     for (let i = 0; i < points.length; i++) await latencyPoint(o, points[i][0], points[i][1], i === 0);

@@ -19,22 +19,20 @@
 // bench/results/vcoll.json and bench/VCOLL.md (or results/vcoll-partial.json);
 // the baselines implement only the original eight, so their jobs are skipped
 // for collectives they lack and their cells stay empty.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { addonInfo } from './lib/jobs.mjs';
+import {
+  BENCH, EXT_MAX, NCPU, ROOT, addonInfo, idleWaiter, list, log, onInterrupt, parseOptions, runJob as runBenchJob, tryRun, usageError, which,
+} from './lib/jobs.mjs';
 import { latencySvg } from './lib/plot.mjs';
 import { ALL_COLLS, COLLS, SIZES, VCOLLS, sweepArgv } from './lib/sweep.mjs';
 
-const BENCH = dirname(fileURLToPath(import.meta.url));
-const ROOT = dirname(BENCH);
 const NODE = process.execPath;
-const NCPU = os.cpus().length;
 const ALL_IMPLS = ['nodempi', 'sab', 'sab-spin', 'ipc', 'ompi', 'ompi-yield'];
-const SAB_SPIN = 20000; // Atomics.load polls before Atomics.wait in sab-spin (~20-40 us)
-const EXT_MAX = 0.25;        // a job during which other processes used more cores than this is noisy
+const SAB_SPIN = 20000; // Atomics.load polls before Atomics.wait in sab-spin (how long that lasts: bench/README.md)
+
 const IDLE_WAIT_TOTAL = 120; // seconds a whole run may spend waiting for other work to finish
 // What each implementation can run; a baseline is asked only for these (the
 // plain-JS peers were written for the original eight and are not meant to grow).
@@ -71,39 +69,26 @@ const usage = `usage: node bench/run.mjs [options]
   --readme / --no-readme   force / skip writing the table into bench/README.md (bench/VCOLL.md with --set v)`;
 
 // ---------------------------------------------------------------- options
-function parseArgs(argv) {
+function options(argv) {
+  const v = parseOptions('bench', usage, {
+    quick: { type: 'boolean' }, runs: { type: 'string' }, np: { type: 'string' }, only: { type: 'string' }, set: { type: 'string' },
+    impl: { type: 'string' }, sizes: { type: 'string' }, 'target-ms': { type: 'string' }, 'warm-ms': { type: 'string' },
+    'no-idle-wait': { type: 'boolean' }, 'budget-min': { type: 'string' }, out: { type: 'string' }, report: { type: 'string' },
+    readme: { type: 'boolean' }, 'no-readme': { type: 'boolean' },
+  }, argv);
+  const num = (x) => (x === undefined ? null : Number(x));
   const o = {
-    quick: false, runs: null, nps: [2, 4], colls: COLLS.slice(), impls: ALL_IMPLS.slice(), sizes: SIZES.slice(),
-    targetMs: null, warmMs: null, idleWait: true, out: null, readme: null, partial: false, budgetMin: null, set: null,
+    quick: !!v.quick, runs: num(v.runs), nps: v.np === undefined ? [2, 4] : list(v.np, Number),
+    colls: v.only === undefined ? COLLS.slice() : list(v.only), impls: v.impl === undefined ? ALL_IMPLS.slice() : list(v.impl),
+    sizes: v.sizes === undefined ? SIZES.slice() : list(v.sizes, Number), targetMs: num(v['target-ms']), warmMs: num(v['warm-ms']),
+    idleWait: !v['no-idle-wait'], out: v.out ?? null, partial: ['np', 'only', 'impl', 'sizes'].some((k) => v.seen.has(k)),
+    budgetMin: num(v['budget-min']), set: v.set ?? null, only: v.only !== undefined,
+    // the later of --readme and --no-readme wins, as when they were read in order
+    readme: v.readme ? (v['no-readme'] && argv.lastIndexOf('--no-readme') > argv.lastIndexOf('--readme') ? false : true)
+      : v['no-readme'] ? false : null,
   };
-  const list = (v, f = String) => v.split(',').map((x) => f(x.trim())).filter((x) => x !== '');
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const v = () => {
-      const x = argv[++i];
-      if (x === undefined) die(`${a} needs a value`);
-      return x;
-    };
-    switch (a) {
-      case '--quick': o.quick = true; break;
-      case '--runs': o.runs = Number(v()); break;
-      case '--np': o.nps = list(v(), Number); o.partial = true; break;
-      case '--only': o.colls = list(v()); o.only = true; o.partial = true; break;
-      case '--set': o.set = v(); break;
-      case '--impl': o.impls = list(v()); o.partial = true; break;
-      case '--sizes': o.sizes = list(v(), Number); o.partial = true; break;
-      case '--target-ms': o.targetMs = Number(v()); break;
-      case '--warm-ms': o.warmMs = Number(v()); break;
-      case '--no-idle-wait': o.idleWait = false; break;
-      case '--budget-min': o.budgetMin = Number(v()); break;
-      case '--out': o.out = v(); break;
-      case '--report': o.report = v(); break;
-      case '--readme': o.readme = true; break;
-      case '--no-readme': o.readme = false; break;
-      case '-h': case '--help': console.log(usage); process.exit(0); break;
-      default: die(`unknown option ${a}`);
-    }
-  }
+  if (v.report !== undefined) o.report = v.report;
+  o.readmeFlags = { on: !!v.readme, off: !!v['no-readme'] };
   if (o.set !== null && !SETS[o.set]) die(`unknown set ${o.set} (known: ${Object.keys(SETS).join(', ')})`);
   for (const c of o.colls) if (!ALL_COLLS.includes(c)) die(`unknown collective ${c} (known: ${ALL_COLLS.join(', ')})`);
   o.set ??= o.only && o.colls.every((c) => VCOLLS.includes(c)) ? 'v' : 'default';
@@ -114,7 +99,7 @@ function parseArgs(argv) {
   for (const s of o.sizes) if (!Number.isInteger(s) || s < 8 || s % 8) die(`sizes must be multiples of 8 bytes, got ${s}`);
   if (o.quick) {
     o.partial = true;
-    if (!argv.includes('--sizes')) o.sizes = [8, 16384, 1048576];
+    if (!v.seen.has('sizes')) o.sizes = [8, 16384, 1048576];
     o.runs ??= 1;
     o.targetMs ??= 25;
     o.warmMs ??= 8;
@@ -128,41 +113,9 @@ function parseArgs(argv) {
   return o;
 }
 
-function die(msg) {
-  console.error(`bench: ${msg}\n${usage}`);
-  process.exit(2);
-}
-
-const log = (msg) => process.stderr.write(`${msg}\n`);
+const die = (msg) => usageError('bench', usage, msg);
 
 // ---------------------------------------------------------------- machine
-function cpuTimes() {
-  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  const idle = f[3] + (f[4] || 0);
-  return { idle, total: f.reduce((a, b) => a + b, 0) };
-}
-
-/** Fraction of all CPUs busy over `ms` (from /proc/stat; null where unavailable). */
-async function busyFraction(ms) {
-  try {
-    const a = cpuTimes();
-    await new Promise((r) => setTimeout(r, ms));
-    const b = cpuTimes();
-    return b.total > a.total ? 1 - (b.idle - a.idle) / (b.total - a.total) : 0;
-  } catch { return null; }
-}
-
-/** Waits (up to maxS) until other work leaves the CPUs mostly idle. */
-async function waitIdle(maxS) {
-  const t0 = Date.now();
-  let busy = await busyFraction(250);
-  while (busy !== null && busy > 0.2 && Date.now() - t0 < maxS * 1000) {
-    await new Promise((r) => setTimeout(r, 1000));
-    busy = await busyFraction(250);
-  }
-  return { busy, waitedS: (Date.now() - t0) / 1000 };
-}
-
 function machineInfo() {
   const cpus = os.cpus();
   const flags = (() => {
@@ -180,15 +133,6 @@ function machineInfo() {
     totalMemGiB: +(os.totalmem() / 2 ** 30).toFixed(1),
     hostname: os.hostname(),
   };
-}
-
-function tryRun(cmd, args) {
-  try { return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], cwd: ROOT }).trim(); } catch { return null; }
-}
-
-function which(cmd) {
-  const r = spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' });
-  return r.status === 0 ? r.stdout.trim() : null;
 }
 
 // ---------------------------------------------------------------- jobs
@@ -212,83 +156,18 @@ function jobCommand(impl, np, sweep, ompiExe) {
   }
 }
 
-// Jobs run in their own process group (so a timeout can end the whole tree);
-// Ctrl-C / SIGTERM to the bench ends the running job's group too.
-const running = new Set();
 let tempDir = null;
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.on(sig, () => {
-    for (const c of running) { try { process.kill(-c.pid, 'SIGKILL'); } catch { /* gone */ } }
-    if (tempDir) rmSync(tempDir, { recursive: true, force: true });
-    console.error(`\nbench: interrupted (${sig})`);
-    process.exit(130);
-  });
-}
+onInterrupt(() => { if (tempDir) rmSync(tempDir, { recursive: true, force: true }); });
 
-/** CPU-seconds the job's process tree used, from bash's `times` (children line) at the end of stderr. */
-function childCpuSeconds(err) {
-  const sec = (t) => { const m = /^(\d+)m([\d.]+)s$/.exec(t); return m ? Number(m[1]) * 60 + Number(m[2]) : NaN; };
-  const lines = err.trimEnd().split('\n');
-  const last = lines[lines.length - 1] ?? '';
-  const f = last.trim().split(/\s+/);
-  if (f.length !== 2 || !/^\d+m[\d.]+s$/.test(f[0])) return { cpu: null, err };
-  return { cpu: sec(f[0]) + sec(f[1]), err: lines.slice(0, -2).join('\n') };
-}
-
-/**
- * Runs one job in a fresh process group; resolves with its JSON points, rejects loudly on any failure.
- * Also measures how many cores other work used meanwhile: the CPUs' busy time over the job (/proc/stat)
- * minus the job's own CPU time (bash `times`, which counts every reaped descendant).
- */
-function runJob(impl, np, sweep, ompiExe, expected) {
+/** Runs one job (bench/lib/jobs.mjs); resolves with its JSON points, rejects loudly on any failure. */
+async function runJob(impl, np, sweep, ompiExe, expected) {
   const [cmd, args] = jobCommand(impl, np, sweep, ompiExe);
   const env = { ...process.env };
   // Open MPI's shared-memory single-copy mechanism stays at its default.
   delete env.OMPI_MCA_btl_vader_single_copy_mechanism;
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    let stat0 = null;
-    try { stat0 = cpuTimes(); } catch { /* no /proc */ }
-    const child = spawn('bash', ['-c', '"$@"; rc=$?; times >&2; exit $rc', 'bash', cmd, ...args],
-      { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    running.add(child);
-    child.on('close', () => running.delete(child));
-    let out = '', err = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { err += d; });
-    const limit = setTimeout(() => {
-      err += `\nbench: ${impl} np=${np} took longer than 1200 s; killed\n`;
-      try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
-    }, 1200 * 1000);
-    child.on('error', (e) => { clearTimeout(limit); reject(new Error(`${impl} np=${np}: cannot start ${cmd}: ${e.message}`)); });
-    child.on('close', (code, signal) => {
-      clearTimeout(limit);
-      const seconds = (performance.now() - t0) / 1000;
-      const own = childCpuSeconds(err);
-      err = own.err;
-      let extCores = null;
-      try {
-        const stat1 = cpuTimes();
-        if (stat0 && own.cpu !== null && stat1.total > stat0.total) {
-          const busyCpuS = (1 - (stat1.idle - stat0.idle) / (stat1.total - stat0.total)) * NCPU * seconds;
-          extCores = Math.max(0, busyCpuS - own.cpu) / seconds;
-        }
-      } catch { /* no /proc */ }
-      const points = [];
-      for (const line of out.split('\n')) {
-        if (!line.startsWith('{')) continue;
-        try { points.push(JSON.parse(line)); } catch { /* not ours */ }
-      }
-      const wrong = /WRONG RESULT/.test(err);
-      if (code !== 0 || signal || wrong || points.length !== expected) {
-        reject(new Error(`${impl} np=${np} failed (exit ${signal || code}, ${points.length}/${expected} points)` +
-          `${wrong ? ': an implementation returned a WRONG RESULT' : ''}\n--- command: ${cmd} ${args.join(' ')}\n` +
-          `--- stderr:\n${err.trim()}\n--- stdout (last lines):\n${out.trim().split('\n').slice(-5).join('\n')}`));
-        return;
-      }
-      resolve({ points, seconds, extCores, cpuS: own.cpu, stderr: err.trim() });
-    });
-  });
+  const res = await runBenchJob(`bench: ${impl} np=${np}`, cmd, args, env, 1200,
+    { check: (points) => (points.length === expected ? null : `${points.length}/${expected} points`) });
+  return { points: res.points, seconds: res.exact.seconds, extCores: res.exact.extCores, cpuS: res.cpuS, stderr: res.stderr };
 }
 
 // ---------------------------------------------------------------- stats & report
@@ -485,12 +364,11 @@ function writeReadme(md) {
 
 // ---------------------------------------------------------------- main
 async function main() {
-  const o = parseArgs(process.argv.slice(2));
+  const o = options(process.argv.slice(2));
   if (o.report) {  // re-render a results file without running anything
     const out = resolve(o.report);  // relative to the working directory, or absolute
     const full = [join(BENCH, 'results', SETS.default.full), join(BENCH, 'results', SETS.v.full)];
-    report(JSON.parse(readFileSync(out, 'utf8')), out, process.argv.includes('--readme') ||
-      (!process.argv.includes('--no-readme') && full.includes(out)));
+    report(JSON.parse(readFileSync(out, 'utf8')), out, o.readmeFlags.on || (!o.readmeFlags.off && full.includes(out)));
     return;
   }
   const t0 = performance.now();
@@ -526,9 +404,8 @@ async function main() {
   // each implementation runs the asked-for collectives it has (a baseline lacks the v forms)
   const collsOf = (impl) => o.colls.filter((c) => IMPL_COLLS[impl].includes(c));
   // More ranks than cores: a fresh nodempi job's first second of calls runs
-  // 2-3x slower than its steady state (gatherv 8 B at 4 ranks, the same
-  // point four times in one job: 17.8, 8.8, 6.5, 6.5 µs; Open MPI 5.2, 5.2,
-  // 4.9, 5.2), so the first size of each collective warms up for a second
+  // slower than its steady state (bench/README.md, "Measurements behind the
+  // code"), so the first size of each collective warms up for a second
   // there, for every implementation alike.
   const sweepOf = (impl, np) => sweepArgv({
     ...sweepOpts, colls: collsOf(impl), firstWarmMs: np > NCPU ? Math.max(1000, sweepOpts.firstWarmMs) : sweepOpts.firstWarmMs,
@@ -571,19 +448,17 @@ async function main() {
   const runs = [];
   const busy = [];
   let k = 0, extra = 0, waitedTotal = 0;
+  const waitIdle = idleWaiter(o.quick ? 1 : 10, IDLE_WAIT_TOTAL);
   const runOne = async (run, np, impl, tag) => {
-    let idle = { busy: null, waitedS: 0 };
-    if (o.idleWait && waitedTotal < IDLE_WAIT_TOTAL) {
-      idle = await waitIdle(Math.min(o.quick ? 1 : 10, IDLE_WAIT_TOTAL - waitedTotal));
-      waitedTotal += idle.waitedS;
-    }
+    const idle = o.idleWait ? await waitIdle() : { busyBefore: null, waitedS: 0 };
+    waitedTotal += idle.waitedS;
     const res = await runJob(impl, np, sweepOf(impl, np), ompiExe, expectedOf(impl));
     const ext = res.extCores;
     const job = { run, np, impl, seconds: +res.seconds.toFixed(2), cpuS: res.cpuS,
-      extCores: ext === null ? null : +ext.toFixed(2), busyBefore: idle.busy, waitedS: +idle.waitedS.toFixed(1) };
+      extCores: ext === null ? null : +ext.toFixed(2), ...idle };
     if (ext !== null && ext > EXT_MAX) job.noisy = true;
     job.points = res.points;
-    if (idle.busy !== null) busy.push(idle.busy);
+    if (idle.busyBefore !== null) busy.push(idle.busyBefore);
     runs.push(job);
     log(`  [${tag}] run ${run} np=${np} ${impl.padEnd(10)} ${res.seconds.toFixed(1).padStart(6)} s` +
       `${ext !== null ? `  other work: ${ext.toFixed(2)} cores${job.noisy ? ' (noisy)' : ''}` : ''}`);

@@ -6,39 +6,33 @@
 // in fresh jobs, alternating the two settings, at 2 and 4 ranks, and prints
 // the median of R runs per point as a markdown table; the raw runs go to
 // bench/results/single-copy.json.
-import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { BENCH, ROOT, median, parseOptions, runJob, tryRun, usageError } from './lib/jobs.mjs';
 
-const BENCH = dirname(fileURLToPath(import.meta.url));
-const ROOT = dirname(BENCH);
-const runsArg = process.argv.indexOf('--runs');
-const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 3;
+const usage = `usage: node bench/single_copy.mjs [options]
+  --runs R         fresh jobs per setting and world size, median reported (default 3)`;
+const RUNS = Number(parseOptions('single_copy', usage, { runs: { type: 'string', default: '3' } }).runs);
+if (!(Number.isInteger(RUNS) && RUNS >= 1)) usageError('single_copy', usage, '--runs must be a positive integer');
 const COLLS = ['bcast', 'scatter', 'gather', 'allgather', 'alltoall', 'gatherv', 'scatterv', 'allgatherv', 'alltoallv'];
 const SIZES = [65536, 262144, 1048576, 4194304];
 const SETTINGS = { slots: { NODEMPI_CMA: '0' }, 'single copy': { NODEMPI_CMA: '1' } };
 
-function job(np, env) {
-  const out = execFileSync(process.execPath, [
+async function job(np, env) {
+  const { points } = await runJob(`single_copy: np=${np} NODEMPI_CMA=${env.NODEMPI_CMA}`, process.execPath, [
     join(ROOT, 'dist', 'cli.js'), '-n', String(np), join(BENCH, 'nodempi_job.mjs'),
     '--colls', COLLS.join(','), '--sizes', SIZES.join(','), '--target-ms', '60', '--warm-ms', '20',
-  ], { env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 1 << 26 });
-  return out.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  ], { ...process.env, ...env });
+  return points;
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 const raw = [];
 const load = [os.loadavg()[0]];
 for (let run = 0; run < RUNS; run++) {
   for (const np of [2, 4]) {
     for (const [name, env] of Object.entries(SETTINGS)) {
-      for (const p of job(np, env)) raw.push({ run, np, setting: name, coll: p.coll, bytes: p.bytes, us: p.us });
+      for (const p of await job(np, env)) raw.push({ run, np, setting: name, coll: p.coll, bytes: p.bytes, us: p.us });
     }
   }
 }
@@ -54,7 +48,7 @@ for (const np of [2, 4]) {
     }
   }
 }
-const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+const commit = tryRun('git', ['rev-parse', '--short', 'HEAD']);
 writeFileSync(join(BENCH, 'results', 'single-copy.json'), JSON.stringify({
   date: new Date().toISOString(), cpu: os.cpus()[0]?.model, ncpu: os.cpus().length, node: process.version, commit,
   runs: RUNS, load1: load, raw,

@@ -11,37 +11,35 @@
 //            --only allreduce|dupFree|nonblocking (one workload alone),
 //            --v8-defaults (V8's young generation left to grow, see below)
 // bench/SOAK.md has the results of a full run.
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { ROOT, parseOptions, runJob } from './lib/jobs.mjs';
 
-const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
-
-const o = { scale: 1, np: 4, limit: 10, json: undefined, timeout: 3600, only: undefined, v8Defaults: false };
-for (let i = 2; i < process.argv.length; i++) {
-  const v = process.argv[i + 1];
-  switch (process.argv[i]) {
-    case '--scale': o.scale = Number(v); i++; break;
-    case '--np': o.np = Number(v); i++; break;
-    case '--limit': o.limit = Number(v); i++; break;
-    case '--json': o.json = v; i++; break;
-    case '--timeout': o.timeout = Number(v); i++; break;
-    case '--only': o.only = v; i++; break;
-    case '--v8-defaults': o.v8Defaults = true; break;
-    default:
-      console.error(`soak: unknown option ${process.argv[i]}`);
-      process.exit(2);
-  }
-}
+const usage = `usage: node bench/soak.mjs [options]
+  --scale S        times the full counts (default 1)
+  --np N           ranks (default 4)
+  --limit PCT      growth from start to end that fails the soak (default 10)
+  --json FILE      results file (default bench/results/soak.json for a full, plain run)
+  --timeout SEC    the launcher's timeout (default 3600)
+  --only W         one workload alone: allreduce, dupFree or nonblocking
+  --v8-defaults    V8's young generation left to grow (see below)`;
+const v = parseOptions('soak', usage, {
+  scale: { type: 'string', default: '1' }, np: { type: 'string', default: '4' }, limit: { type: 'string', default: '10' },
+  json: { type: 'string' }, timeout: { type: 'string', default: '3600' }, only: { type: 'string' }, 'v8-defaults': { type: 'boolean' },
+});
+const o = {
+  scale: Number(v.scale), np: Number(v.np), limit: Number(v.limit), json: v.json, timeout: Number(v.timeout), only: v.only,
+  v8Defaults: !!v['v8-defaults'],
+};
 if (o.scale === 1 && !o.only && !o.v8Defaults && o.json === undefined) o.json = join(ROOT, 'bench', 'results', 'soak.json');
 
 // V8 sizes its young generation by the allocation rate: with the default
 // flags it starts at 8 MiB and doubles, to 16 or 32 MiB, while the
 // nonblocking requests run (their promises are short-lived garbage), which
-// alone adds up to ~24 MiB of RSS and ~100 mappings of 256 KiB pages after any warm-up short
-// of that workload's own length, and then stays put (bench/SOAK.md). So the
+// alone grows RSS and the mappings (256 KiB pages) after any warm-up short
+// of that workload's own length, and then stays put (bench/SOAK.md, "V8's
+// young generation", has the figures). So the
 // ranks run with it fixed at that maximum from the start (the semi-space
 // size is not allowed in NODE_OPTIONS, hence `-- node FLAGS script`), and
 // what grows is what the job itself keeps. --v8-defaults runs without.
@@ -50,12 +48,11 @@ const args = [join(ROOT, 'dist', 'cli.js'), '-n', String(o.np), '--timeout', Str
   process.execPath, ...young, join(ROOT, 'bench', 'soak_job.mjs'), '--scale', String(o.scale),
   ...(o.only ? ['--only', o.only] : [])];
 const t0 = Date.now();
-const job = await new Promise((resolve) => {
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-  let stdout = '';
-  child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
-  child.on('close', (status, signal) => resolve({ status, signal, stdout }));
-});
+// The job's stderr goes straight to ours (progress and failures as they
+// happen); a failed job is reported below with whatever ranks printed.
+const job = await runJob('soak', process.execPath, args, process.env, o.timeout + 60, { stderr: 'inherit' }).then(
+  (r) => ({ status: 0, signal: null, stdout: r.stdout }),
+  (e) => ({ status: e.code ?? null, signal: e.signal ?? null, stdout: e.stdout ?? '' }));
 const seconds = (Date.now() - t0) / 1000;
 
 const reports = job.stdout.split('\n').filter((l) => l.startsWith('SOAK ')).map((l) => JSON.parse(l.slice(5)));

@@ -15,17 +15,17 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { parseOptions } from './lib/jobs.mjs';
 
 const mpi = await import(new URL('../dist/index.js', import.meta.url).href);
 const world = mpi.init();
 const { rank, size } = world;
 
-let scale = 1;
-let only = null;  // --only allreduce|dupFree|nonblocking: one workload, to tell which one grows
-for (let i = 2; i < process.argv.length; i++) {
-  if (process.argv[i] === '--scale') scale = Number(process.argv[++i]);
-  else if (process.argv[i] === '--only') only = process.argv[++i];
-}
+const args = parseOptions('soak_job', `usage: node dist/cli.js -n 4 bench/soak_job.mjs [options]   (bench/soak.mjs runs it)
+  --scale S   times the full counts (default 1)
+  --only W    one workload alone: allreduce, dupFree or nonblocking`, { scale: { type: 'string', default: '1' }, only: { type: 'string' } });
+const scale = Number(args.scale);
+const only = args.only ?? null;  // one workload, to tell which one grows
 if (!(scale > 0)) throw new Error(`soak_job: --scale must be positive, got ${scale}`);
 const counts = {
   allreduce: Math.round(1_000_000 * scale),

@@ -431,8 +431,9 @@ export function takeStaging(): Staging | null {
 }
 
 // Wire buffers of blocking calls, reused call after call. A fresh buffer
-// costs a page fault per 4 KiB page at its first touch, which for 1 MiB is
-// ten times the packing itself (~400 µs against ~40 µs). Buffers stay in
+// costs a page fault per 4 KiB page at its first touch, which for 1 MiB
+// costs many times the packing itself (bench/README.md, "Measurements
+// behind the code"). Buffers stay in
 // the pool while unused; a call borrows them (so a collective started from
 // inside another one, by a user op, never shares its wire), and the pool
 // keeps at most kPoolBytes, dropping the smallest first.

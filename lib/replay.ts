@@ -105,9 +105,9 @@ export class Replays {
       return e.id >= 0 ? e.id : e.id === NEVER ? -1 : RECORD;
     }
     // A program that passes new arrays at every call never repeats itself:
-    // holding them for nothing keeps their memory alive longer (measured
-    // 20-30% slower such calls), so after a run of misses stop watching for
-    // a while, longer each time.
+    // holding them for nothing keeps their memory alive longer, which slows
+    // such calls (bench/README.md, "Measurements behind the code"), so after
+    // a run of misses stop watching for a while, longer each time.
     if (++calls.misses >= MISSES) {
       list.forEach(free);
       list.length = 0;

@@ -6,7 +6,7 @@
 #     (CMakeLists.txt, NODEMPI_SANITIZE=ON NODEMPI_TESTS=ON).
 #  2. The C++ tests through CTest, in their long form (NODEMPI_TEST_LONG=1).
 #  3. The vitest suite (or the files and options given) against that addon,
-#     without test/native (step 2 ran it) and test/process/pack.test.ts
+#     without test/native (step 2 ran it) and test/process/npm-pack-install.test.ts
 #     (it compiles and installs an unsanitized prebuild, which under the
 #     preloaded runtimes overruns its 150 s limit). NODEMPI_ADDON points every
 #     process at the sanitized addon and the launcher passes the
@@ -45,7 +45,7 @@ vitest_status=0
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$logs/ubsan"
   export NODEMPI_SANITIZER_LOGS="$logs"
   exec npx vitest run -c scripts/vitest.asan.config.ts --exclude 'test/native/**' \
-    --exclude 'test/process/pack.test.ts' "$@"
+    --exclude 'test/process/npm-pack-install.test.ts' "$@"
 ) || vitest_status=$?
 
 reports=$(find "$logs" -type f \( -name 'asan.*' -o -name 'ubsan.*' -o -name '*-asan.*' -o -name '*-ubsan.*' \) | sort)

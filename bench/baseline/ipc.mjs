@@ -144,10 +144,9 @@ export class IpcChild {
 }
 
 const argv = process.argv.slice(2);
-const opts = parseSweepArgs(argv);
+const opts = parseSweepArgs(argv, 'bench/baseline/ipc.mjs', { np: { type: 'string', default: '2' } }, '  --np N  ranks (default 2)\n');
 if (process.env.BENCH_IPC_RANK === undefined) {
-  const npAt = argv.indexOf('--np');
-  const np = npAt >= 0 ? Number(argv[npAt + 1]) : 2;
+  const np = Number(opts.extra.np);
   const children = [];
   let finished = false;
   for (let r = 1; r < np; r++) {

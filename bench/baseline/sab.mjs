@@ -130,12 +130,12 @@ export class SabComm {
 
 if (isMainThread) {
   const argv = process.argv.slice(2);
-  const npAt = argv.indexOf('--np');
-  const np = npAt >= 0 ? Number(argv[npAt + 1]) : 2;
-  const spinAt = argv.indexOf('--spin');
-  const spin = spinAt >= 0 ? Number(argv[spinAt + 1]) : 0;
+  const opts = parseSweepArgs(argv, 'bench/baseline/sab.mjs',
+    { np: { type: 'string', default: '2' }, spin: { type: 'string', default: '0' } },
+    '  --np N  ranks (default 2)\n  --spin K  Atomics.load polls before Atomics.wait (default 0)\n');
+  const np = Number(opts.extra.np);
+  const spin = Number(opts.extra.spin);
   const name = spin > 0 ? 'sab-spin' : 'sab';
-  const opts = parseSweepArgs(argv);
   const maxBytes = Math.max(8, ...opts.sizes);
   const slotBytes = maxBytes * np;
   const sab = new SharedArrayBuffer(CTRL_BYTES + slotBytes * np);
@@ -157,6 +157,6 @@ if (isMainThread) {
 } else {
   const { sab, rank, size, slotBytes, spin, argv } = workerData;
   const comm = new SabComm(sab, rank, size, slotBytes, spin);
-  await runSweep(comm, parseSweepArgs(argv), (result) => parentPort.postMessage({ result }), `sab rank ${rank}`);
+  await runSweep(comm, parseSweepArgs(argv, 'bench/baseline/sab.mjs', { np: { type: 'string' }, spin: { type: 'string' } }), (result) => parentPort.postMessage({ result }), `sab rank ${rank}`);
   parentPort.postMessage({ done: true });
 }

@@ -1,13 +1,14 @@
-// What the fresh-process drivers bench/datatypes.mjs and bench/mismatch.mjs
-// share: machine and version facts for the results file, a wait for other
-// work to leave the CPUs, and one job run in its own process group with a
-// measure of how much other work ran meanwhile. (bench/run.mjs predates this
-// file and keeps its own copy, so its default run stays exactly as it was.)
+// What every script in bench/ shares: option parsing, machine and version
+// facts for the results file, a wait for other work to leave the CPUs, and
+// one job run in its own process group with a measure of how much other work
+// ran meanwhile. One runner, so a fix to how jobs are timed or killed reaches
+// every benchmark.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 
 export const BENCH = dirname(dirname(fileURLToPath(import.meta.url)));
 export const ROOT = dirname(BENCH);
@@ -22,6 +23,34 @@ export const median = (xs) => {
 };
 
 export const log = (msg) => process.stderr.write(`${msg}\n`);
+
+/**
+ * Parses argv with node:util parseArgs. `options` is parseArgs's table
+ * (--help/-h is added); a bad option prints `name: problem` and the usage and
+ * exits 2, --help prints the usage and exits 0. Returns the values, with
+ * `seen`: the options given on the command line, for scripts whose defaults
+ * depend on which options were named.
+ */
+export function parseOptions(name, usage, options, argv = process.argv.slice(2)) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: { help: { type: 'boolean', short: 'h' }, ...options }, strict: true, tokens: true });
+  } catch (e) {
+    usageError(name, usage, e.message);
+  }
+  if (parsed.values.help) { console.log(usage); process.exit(0); }
+  const seen = new Set(parsed.tokens.filter((t) => t.kind === 'option').map((t) => t.name));
+  return { ...parsed.values, seen };
+}
+
+/** Prints `name: msg` and the usage, exits 2. */
+export function usageError(name, usage, msg) {
+  console.error(`${name}: ${msg}\n${usage}`);
+  process.exit(2);
+}
+
+/** A comma-separated option value as a list (empty items dropped), each item mapped by f. */
+export const list = (v, f = String) => v.split(',').map((x) => x.trim()).filter((x) => x !== '').map(f);
 
 export function tryRun(cmd, args) {
   try { return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], cwd: ROOT }).trim(); } catch { return null; }
@@ -89,16 +118,17 @@ async function busyFraction(ms) {
 }
 
 /**
- * Waits until other work leaves the CPUs mostly idle, at most perJobS per
- * call and totalS over the life of the returned function: on 2 shared cores
- * a number taken under load is worthless, but the run must end.
+ * Waits until other work leaves the CPUs mostly idle (busy fraction at most
+ * busyMax), at most perJobS per call and totalS over the life of the returned
+ * function: on 2 shared cores a number taken under load is worthless, but the
+ * run must end.
  */
-export function idleWaiter(perJobS, totalS) {
+export function idleWaiter(perJobS, totalS, busyMax = 0.2) {
   let left = totalS;
   return async () => {
     const t0 = Date.now();
     let busy = await busyFraction(250);
-    while (busy !== null && busy > 0.2 && (Date.now() - t0) / 1000 < Math.min(perJobS, left)) {
+    while (busy !== null && busy > busyMax && (Date.now() - t0) / 1000 < Math.min(perJobS, left)) {
       await new Promise((r) => setTimeout(r, 1000));
       busy = await busyFraction(250);
     }
@@ -109,9 +139,10 @@ export function idleWaiter(perJobS, totalS) {
 }
 
 // Jobs run in their own process group, so a timeout or Ctrl-C ends the whole
-// tree. The handlers go in with the first job, not at import: a script that
-// only borrows a helper from here keeps its own handlers.
+// tree. The handlers go in with the first job (or onInterrupt), not at
+// import: a script that only borrows a helper from here keeps its own.
 const running = new Set();
+const cleanups = [];
 let handlers = false;
 function killOnSignal() {
   if (handlers) return;
@@ -119,41 +150,60 @@ function killOnSignal() {
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     process.on(sig, () => {
       for (const c of running) { try { process.kill(-c.pid, 'SIGKILL'); } catch { /* gone */ } }
+      for (const f of cleanups) { try { f(); } catch { /* best effort */ } }
       console.error(`\ninterrupted (${sig})`);
       process.exit(130);
     });
   }
 }
 
-/** CPU-seconds of the job's process tree, from bash's `times` (children line) at the end of stderr. */
-function childCpuSeconds(err) {
+/** Runs f (e.g. removing a temp dir) if the bench is interrupted. */
+export function onInterrupt(f) {
+  killOnSignal();
+  cleanups.push(f);
+}
+
+/** CPU-seconds of the job's process tree, from bash's `times` (its children line). */
+function childCpuSeconds(times) {
   const sec = (t) => { const m = /^(\d+)m([\d.]+)s$/.exec(t); return m ? Number(m[1]) * 60 + Number(m[2]) : NaN; };
-  const lines = err.trimEnd().split('\n');
+  const lines = times.trim().split('\n');
   const f = (lines[lines.length - 1] ?? '').trim().split(/\s+/);
-  if (f.length !== 2 || !/^\d+m[\d.]+s$/.test(f[0])) return { cpu: null, err };
-  return { cpu: sec(f[0]) + sec(f[1]), err: lines.slice(0, -2).join('\n') };
+  return f.length === 2 && /^\d+m[\d.]+s$/.test(f[0]) ? sec(f[0]) + sec(f[1]) : null;
 }
 
 /**
  * Runs `cmd args` in a fresh process group and resolves with its JSON stdout
- * lines; rejects (with its stderr) on a non-zero exit, a timeout or a WRONG
- * RESULT. extCores: how many cores other processes kept busy meanwhile (the
- * CPUs' busy time from /proc/stat minus the job's own CPU time).
+ * lines; rejects (with its stderr) on a non-zero exit, a timeout, a WRONG
+ * RESULT, or when `more.check(points)` names a problem (e.g. missing
+ * points). extCores: how many cores other processes kept busy meanwhile (the
+ * CPUs' busy time from /proc/stat minus the job's own CPU time, which bash's
+ * `times` counts over every reaped descendant and writes to a pipe of its
+ * own, fd 3, so the job's stderr stays the job's).
+ *
+ * more: { check(points) -> string | null; shown: the command as the error
+ * message shows it (default `cmd args`); stderr: 'inherit' to let the job
+ * write to ours as it runs (then it is not searched for WRONG RESULT) }.
+ * Resolves with { points, seconds, cpuS, extCores } rounded to 2 decimals,
+ * `exact` with the unrounded seconds and extCores, `stdout` and `stderr`. A
+ * rejection carries `points`, `stdout`, `code` and `signal`.
  */
-export function runJob(label, cmd, args, env, timeoutS = 600) {
+export function runJob(label, cmd, args, env, timeoutS = 600, more = {}) {
   killOnSignal();
+  const shown = more.shown ?? `${cmd} ${args.join(' ')}`;
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     let stat0 = null;
     try { stat0 = cpuTimes(); } catch { /* no /proc */ }
-    const child = spawn('bash', ['-c', '"$@"; rc=$?; times >&2; exit $rc', 'bash', cmd, ...args],
-      { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn('bash', ['-c', '"$@" 3>&-; rc=$?; times >&3; exit $rc', 'bash', cmd, ...args],
+      { cwd: ROOT, env, stdio: ['ignore', 'pipe', more.stderr === 'inherit' ? 'inherit' : 'pipe', 'pipe'], detached: true });
     running.add(child);
-    let out = '', err = '';
+    let out = '', err = '', times = '';
     child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { err += d; });
+    child.stderr?.on('data', (d) => { err += d; });
+    child.stdio[3].on('data', (d) => { times += d; });
+    let timedOut = '';
     const limit = setTimeout(() => {
-      err += `\n${label}: took longer than ${timeoutS} s; killed\n`;
+      timedOut = `${label}: took longer than ${timeoutS} s; killed`;
       try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
     }, timeoutS * 1000);
     child.on('error', (e) => { clearTimeout(limit); running.delete(child); reject(new Error(`${label}: cannot start ${cmd}: ${e.message}`)); });
@@ -161,14 +211,13 @@ export function runJob(label, cmd, args, env, timeoutS = 600) {
       clearTimeout(limit);
       running.delete(child);
       const seconds = (performance.now() - t0) / 1000;
-      const own = childCpuSeconds(err);
-      err = own.err;
+      const cpu = childCpuSeconds(times);
       let extCores = null;
       try {
         const stat1 = cpuTimes();
-        if (stat0 && own.cpu !== null && stat1.total > stat0.total) {
+        if (stat0 && cpu !== null && stat1.total > stat0.total) {
           const busyCpuS = (1 - (stat1.idle - stat0.idle) / (stat1.total - stat0.total)) * NCPU * seconds;
-          extCores = Math.max(0, busyCpuS - own.cpu) / seconds;
+          extCores = Math.max(0, busyCpuS - cpu) / seconds;
         }
       } catch { /* no /proc */ }
       const points = [];
@@ -176,11 +225,19 @@ export function runJob(label, cmd, args, env, timeoutS = 600) {
         if (!line.startsWith('{')) continue;
         try { points.push(JSON.parse(line)); } catch { /* not ours */ }
       }
-      if (code !== 0 || signal || /WRONG RESULT/.test(err)) {
-        reject(new Error(`${label} failed (exit ${signal || code})\n--- stderr:\n${err.trim()}`));
+      if (timedOut) err += `\n${timedOut}\n`;
+      const wrong = /WRONG RESULT/.test(err);
+      const problem = more.check?.(points) ?? null;
+      if (code !== 0 || signal || wrong || problem) {
+        const e = new Error(`${label} failed (exit ${signal || code})${wrong ? ': a WRONG RESULT' : ''}${problem ? `: ${problem}` : ''}\n` +
+          `--- command: ${shown}\n--- stderr:\n${err.trim()}\n--- stdout (last lines):\n${out.trim().split('\n').slice(-5).join('\n')}`);
+        // not enumerable, so an uncaught failure prints its message, not the job's whole output
+        for (const [k, v] of Object.entries({ points, stdout: out, code, signal })) Object.defineProperty(e, k, { value: v });
+        reject(e);
         return;
       }
-      resolve({ points, seconds: +seconds.toFixed(2), cpuS: own.cpu, extCores: extCores === null ? null : +extCores.toFixed(2) });
+      resolve({ points, seconds: +seconds.toFixed(2), cpuS: cpu, extCores: extCores === null ? null : +extCores.toFixed(2),
+        exact: { seconds, extCores }, stdout: out, stderr: err.trim() });
     });
   });
 }

@@ -14,7 +14,8 @@
 //      operation, so the warm-up is timed. The per-call time c (the lower of
 //      the probe and the last batch's mean) is broadcast. The first size of
 //      each collective warms up for firstWarmMs (default 200 ms) instead: V8
-//      needs ~100 ms of calls to tier up a collective's call path;
+//      tiers a collective's call path up only after many calls (bench/README.md,
+//      "Measurements behind the code");
 //   4. timed: N = clamp(targetMs / c, minIters, maxIters) calls, run in up to
 //      8 batches so that rank 0 can stop early (an untimed bcast after each
 //      batch) when the point has taken 4x targetMs already. Each call is
@@ -33,6 +34,7 @@
 // displacements (packed in rank order), so they move exactly the bytes of
 // their plain counterparts and the difference is the price of generality.
 import { performance } from 'node:perf_hooks';
+import { parseOptions } from './jobs.mjs';
 
 export const COLLS = ['barrier', 'bcast', 'reduce', 'allreduce', 'gather', 'scatter', 'allgather', 'alltoall'];
 // Added by the "complete collective API" issue. Kept apart from COLLS so that
@@ -43,25 +45,27 @@ export const VCOLLS = ['gatherv', 'scatterv', 'allgatherv', 'alltoallv', 'alltoa
 export const ALL_COLLS = [...COLLS, ...VCOLLS];
 export const SIZES = [8, 64, 1024, 16384, 262144, 1048576, 4194304, 16777216];
 
-/** Sweep parameters as passed on every job's command line (same flags as osu_coll.c). */
-export function parseSweepArgs(argv) {
+const SWEEP_OPTIONS = {
+  colls: { type: 'string' }, sizes: { type: 'string' }, 'warm-ms': { type: 'string' }, 'first-warm-ms': { type: 'string' },
+  'target-ms': { type: 'string' }, 'max-warm': { type: 'string' }, 'min-iters': { type: 'string' }, 'max-iters': { type: 'string' },
+};
+const SWEEP_USAGE = `sweep options (the same as bench/ompi/osu_coll.c's):
+  --colls a,b  --sizes 8,1024  --warm-ms W  --first-warm-ms W  --target-ms T  --max-warm N  --min-iters N  --max-iters N`;
+
+/**
+ * Sweep parameters as passed on every job's command line (same flags as
+ * osu_coll.c). `extra` adds a job script's own options (parseArgs's table);
+ * their values come back in `extra`.
+ */
+export function parseSweepArgs(argv, name = 'sweep', extra = {}, extraUsage = '') {
+  const v = parseOptions(name, `usage: ${name} [options]\n${extraUsage}${SWEEP_USAGE}`, { ...SWEEP_OPTIONS, ...extra }, argv);
+  const num = (x, d) => (x === undefined ? d : Number(x));
   const o = {
-    colls: COLLS, sizes: SIZES, warmMs: 50, firstWarmMs: 200, targetMs: 150, maxWarm: 1000000, minIters: 2, maxIters: 200000,
+    colls: v.colls === undefined ? COLLS : v.colls.split(','), sizes: v.sizes === undefined ? SIZES : v.sizes.split(',').map(Number),
+    warmMs: num(v['warm-ms'], 50), firstWarmMs: num(v['first-warm-ms'], 200), targetMs: num(v['target-ms'], 150),
+    maxWarm: num(v['max-warm'], 1000000), minIters: num(v['min-iters'], 2), maxIters: num(v['max-iters'], 200000),
   };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i], v = argv[i + 1];
-    switch (a) {
-      case '--colls': o.colls = v.split(','); i++; break;
-      case '--sizes': o.sizes = v.split(',').map(Number); i++; break;
-      case '--warm-ms': o.warmMs = Number(v); i++; break;
-      case '--first-warm-ms': o.firstWarmMs = Number(v); i++; break;
-      case '--target-ms': o.targetMs = Number(v); i++; break;
-      case '--max-warm': o.maxWarm = Number(v); i++; break;
-      case '--min-iters': o.minIters = Number(v); i++; break;
-      case '--max-iters': o.maxIters = Number(v); i++; break;
-      default: break; // other flags belong to the job script
-    }
-  }
+  o.extra = Object.fromEntries(Object.keys(extra).map((k) => [k, v[k]]));
   for (const c of o.colls) if (!ALL_COLLS.includes(c)) throw new Error(`unknown collective ${c}`);
   return o;
 }

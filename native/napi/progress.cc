@@ -162,9 +162,10 @@ std::shared_ptr<progress::Op> make_op(Progress& p, const Job& job) {
 // the kick lib/request.ts schedules at the end of the current JavaScript
 // turn (or for a wait() that runs them here), which spares a thread wake-up
 // per request when requests are waited for right away. The wake-up and the
-// extra runnable thread cost ~13 us per call at 2 ranks on 2 cores (1 MiB
-// allreduce, start().wait(): 99 us against 69 us blocking); from 4 MiB
-// (~300 us) on that is a few percent and the overlap is worth it.
+// extra runnable thread cost a fixed amount per call, a large part of a
+// 1 MiB call with as many ranks as cores (bench/README.md, "Measurements
+// behind the code"); from 4 MiB on it is small against the call, and the
+// overlap is worth it.
 constexpr size_t kWakeBytes = 4 * 1024 * 1024;
 
 // Bytes of the TypedArray/DataView arguments of a binding call.

@@ -21,7 +21,8 @@ struct Progress;     // napi/progress.cc
 // collective's memory and detaching them after each call (so no view
 // outlives that memory) costs microseconds per call, and the first detach
 // invalidates V8's "no ArrayBuffer was ever detached" assumption, which
-// slows every TypedArray access in the process by about 1.5x from then on.
+// slows every TypedArray access in the process from then on (bench/README.md,
+// "Measurements behind the code").
 // Copies of a slot-sized chunk cost far less.
 struct UserScratch {
   Napi::Reference<Napi::ArrayBuffer> in, inout;

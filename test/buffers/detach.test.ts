@@ -12,33 +12,26 @@
  * even a marked buffer on Node 20, so they run under NODEMPI_HOLD=copy,
  * where requests work on private copies.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 
-import { explain, fixtures, run, cli } from '../helpers/job.js';
-import { join } from 'node:path';
+import { expectPassed, runJob } from '../helpers/job.js';
 
-const fixture = join(fixtures, 'buffers', 'detach.mjs');
 const marked = ['structuredClone', 'messageChannel', 'worker', 'transfer', 'resize'];
 const all = [...marked, 'byob', 'enqueue'];
 
 function job(np: number, ways: string[], env: Record<string, string> = {}) {
-  return run(process.execPath, [cli, '-n', String(np), '--timeout', '150', '--', process.execPath, '--expose-gc', fixture, ...ways], env);
-}
-
-function expectPassed(r: Awaited<ReturnType<typeof job>>, np: number): void {
-  expect(r.status, explain(r)).toBe(0);
-  for (let rank = 0; rank < np; rank++) expect(r.stdout, explain(r)).toMatch(new RegExp(`detach: rank ${rank} passed \\d+ checks`));
+  return runJob(np, 'buffers/detach.mjs', ways, { timeoutSec: 150, launcherArgs: ['--', process.execPath, '--expose-gc'], env });
 }
 
 describe('buffers taken away while a request is pending', () => {
   for (const np of [2, 3, 4]) {
     it(`marked untransferable: transfer lists copy them, resizable ones are refused (np=${np})`, async () => {
-      expectPassed(await job(np, marked, { NODEMPI_HOLD: 'mark' }), np);
+      expectPassed(await job(np, marked, { NODEMPI_HOLD: 'mark' }), { name: 'detach', np });
     });
   }
   for (const np of [2, 4]) {
     it(`NODEMPI_HOLD=copy: every way, web streams included (np=${np})`, async () => {
-      expectPassed(await job(np, all, { NODEMPI_HOLD: 'copy' }), np);
+      expectPassed(await job(np, all, { NODEMPI_HOLD: 'copy' }), { name: 'detach', np });
     });
   }
 });

@@ -1,7 +1,6 @@
 import { describe, it } from 'vitest';
 
-import { runJob, worldSizes } from '../helpers/job.js';
-import { expectPassed } from './suite.js';
+import { expectPassed, runJob, worldSizes } from '../helpers/job.js';
 
 // test/fixtures/coll/errors.mjs, one group of argument errors per job: each
 // thrown synchronously with its code on the rank that passed the bad
@@ -20,7 +19,7 @@ for (const [group, what] of Object.entries(groups)) {
     for (const np of worldSizes) {
       it(`${what} at np=${np}`, async () => {
         const r = await runJob(np, 'coll/errors.mjs', [group], { timeoutSec: 60 });
-        expectPassed(r, `errors ${group}`, np);
+        expectPassed(r, { name: `errors ${group}`, np });
       });
     }
   });

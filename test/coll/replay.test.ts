@@ -1,7 +1,7 @@
 import { describe, it } from 'vitest';
 
-import { runJob } from '../helpers/job.js';
-import { collectiveSuite, expectPassed } from './suite.js';
+import { expectPassed, runJob } from '../helpers/job.js';
+import { collectiveSuite } from './suite.js';
 
 // test/fixtures/coll/replay.mjs: blocking calls repeated with the same
 // arguments, which the communicator replays from the addon's record
@@ -11,7 +11,7 @@ describe('replayed blocking calls', () => {
   for (const comm of ['dup', 'split', 'create']) {
     it(`give exact results on a ${comm} communicator at np=3`, async () => {
       const r = await runJob(3, 'coll/replay.mjs', [], { env: { NODEMPI_TEST_COMM: comm } });
-      expectPassed(r, 'replay', 3);
+      expectPassed(r, { name: 'replay', np: 3 });
     });
   }
 });

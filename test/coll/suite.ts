@@ -4,18 +4,9 @@
  * messages of a few KiB are already cut into many chunks, at odd lane
  * sizes), and require every rank to exit 0 after printing its summary.
  */
-import { join } from 'node:path';
-import { expect, it } from 'vitest';
+import { it } from 'vitest';
 
-import { explain, fixtures, run, runJob, worldSizes, type JobResult } from '../helpers/job.js';
-
-/** Exit status 0, and every rank's done() line (so no rank quit early). */
-export function expectPassed(r: JobResult, name: string, np: number): void {
-  expect(r.status, explain(r)).toBe(0);
-  for (let rank = 0; rank < np; rank++) {
-    expect(r.stdout, `rank ${rank} printed no summary\n${explain(r)}`).toMatch(new RegExp(`^${name}: rank ${rank} passed \\d+ checks$`, 'm'));
-  }
-}
+import { expectPassed, runJob, worldSizes } from '../helpers/job.js';
 
 /** Slot size (KiB) of the small-slot run: 5 KiB halves give odd lanes at np=3. */
 export const SMALL_SLOT_KB = '5';
@@ -38,7 +29,7 @@ export function collectiveSuite(script: string, what: string, opts: SuiteOptions
     const args = opts.args?.() ?? [];
     try {
       const r = await runJob(np, `coll/${script}.mjs`, args, { env });
-      expectPassed(r, name, np);
+      expectPassed(r, { name, np });
     } finally {
       opts.after?.(args);
     }
@@ -49,10 +40,4 @@ export function collectiveSuite(script: string, what: string, opts: SuiteOptions
   if (opts.smallSlots ?? true) {
     it(`${what} with ${SMALL_SLOT_KB} KiB slots at np=3`, () => once(3, { NODEMPI_SLOT_KB: SMALL_SLOT_KB }));
   }
-}
-
-/** Runs `coll/<script>.mjs` with plain node: a world of one, no launcher. */
-export async function runSingleton(script: string, args: string[] = []): Promise<JobResult> {
-  const env: Record<string, string> = {};
-  return run(process.execPath, [join(fixtures, 'coll', `${script}.mjs`), ...args], env);
 }

@@ -44,7 +44,7 @@ for (const flavour of flavours) {
 
     for (const name of tests) {
       it(name, async () => {
-        const r = await run('ctest', ['--test-dir', dir, '-R', `^${name}$`, '--output-on-failure', '--no-tests=error'], env);
+        const r = await run('ctest', ['--test-dir', dir, '-R', `^${name}$`, '--output-on-failure', '--no-tests=error'], { env });
         expect(r.status, explain(r)).toBe(0);
       }, 900_000);
     }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { explain, job, worldSizes } from './util.js';
+import { explain, runJob, worldSizes } from '../helpers/job.js';
 
 // Item 8: a rank dies while the others wait for a nonblocking collective:
 // they get ERR_PROC_FAILED (printed, then exit 0) instead of hanging.
@@ -15,7 +15,7 @@ describe('a rank that dies during a nonblocking collective', () => {
     it(`makes every survivor's request fail with ERR_PROC_FAILED, not hang, at np=${np}`, async () => {
       for (const [die, how] of variants) {
         const t0 = Date.now();
-        const r = await job(np, 'death.mjs', [die, how], { timeoutSec: 20 });
+        const r = await runJob(np, 'nonblocking/death.mjs', [die, how], { timeoutSec: 20 });
         const elapsed = Date.now() - t0;
         const what = `rank ${np - 1} dies by ${die}, the others complete by ${how}: ${explain(r)}`;
         expect(r.status, what).not.toBe(124);

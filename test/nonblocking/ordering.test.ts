@@ -1,12 +1,12 @@
 import { describe, it } from 'vitest';
-import { expectPassed, job, worldSizes } from './util.js';
+import { expectPassed, runJob, worldSizes } from '../helpers/job.js';
 
 // Item 4: blocking and nonblocking mixed on one communicator; COMM_WORLD
 // and COMM_SELF interleaved.
 describe('ordering of blocking, nonblocking and persistent collectives', () => {
   for (const np of worldSizes) {
     it(`match in initiation order without deadlock, on COMM_WORLD and COMM_SELF, at np=${np}`, async () => {
-      expectPassed(await job(np, 'ordering.mjs', [], { timeoutSec: 45 }), np, 'ordering');
+      expectPassed(await runJob(np, 'nonblocking/ordering.mjs', [], { timeoutSec: 45 }), { name: 'ordering', np });
     });
   }
 });

@@ -18,7 +18,7 @@ describe('user-defined ops', () => {
 describe('reduceLocal and reduceLocals', () => {
   for (const kernels of ['auto', 'scalar']) {
     it(`compute exact results with the ${kernels} kernels`, async () => {
-      const r = await run(process.execPath, [join(fixtures, 'ops/local.mjs')], { NODEMPI_KERNELS: kernels });
+      const r = await run(process.execPath, [join(fixtures, 'ops/local.mjs')], { env: { NODEMPI_KERNELS: kernels } });
       expect(r.status, explain(r)).toBe(0);
     });
   }

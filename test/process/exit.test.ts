@@ -7,12 +7,13 @@
  */
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { expectClean, explain, fixtures, nodempi, rankJob, rankLines, rankPids, reap, scratch, shmNames } from './util.js';
+import { explain, nodempi } from '../helpers/job.js';
+import { expectClean, processFixtures, rankJob, rankLines, rankPids, reap, scratch, shmNames } from './util.js';
 
 describe('normal end', () => {
   test.concurrent.each([1, 2, 3, 4])('np %i: every rank exits 0, launcher exits 0, each rank sees NODEMPI_RANK/NODEMPI_SIZE', async (np) => {
     const before = shmNames();
-    const r = await nodempi(['-n', String(np), join(fixtures, 'echo.mjs')]);
+    const r = await nodempi(['-n', String(np), join(processFixtures, 'echo.mjs')]);
     expect(r.status, explain(r)).toBe(0);
     expect(rankLines(r.stderr), explain(r)).toEqual([]);
     const sum = (np * (np - 1)) / 2;
@@ -24,7 +25,7 @@ describe('normal end', () => {
 
   test('--tag-output prefixes every line of stdout and stderr with [rank], partial lines included', async () => {
     const np = 3;
-    const r = await nodempi(['-n', String(np), '--tag-output', join(fixtures, 'echo.mjs')]);
+    const r = await nodempi(['-n', String(np), '--tag-output', join(processFixtures, 'echo.mjs')]);
     expect(r.status, explain(r)).toBe(0);
     for (const [name, text] of [['stdout', r.stdout], ['stderr', r.stderr]] as const) {
       expect(text.endsWith('\n'), `${name} ends with a newline`).toBe(true);
@@ -95,7 +96,7 @@ describe('a failing rank', () => {
 describe('the -- CMD form', () => {
   test('-- node --expose-gc script: node flags reach the ranks and MPI works', async () => {
     const before = shmNames();
-    const r = await nodempi(['-n', '3', '--', process.execPath, '--expose-gc', join(fixtures, 'gc.mjs')]);
+    const r = await nodempi(['-n', '3', '--', process.execPath, '--expose-gc', join(processFixtures, 'gc.mjs')]);
     expect(r.status, explain(r)).toBe(0);
     for (let k = 0; k < 3; k++) expect(r.stdout).toContain(`gc function rank ${k} size 3 sum 6`);
     expect(await expectClean(before)).toEqual({ leaked: [], left: [] });
@@ -124,7 +125,7 @@ describe('the -- CMD form', () => {
 
 describe('--threads (ranks as worker threads of the launcher)', () => {
   test('np 3, tagged: collectives work, status 0', async () => {
-    const r = await nodempi(['-n', '3', '--threads', '--tag-output', join(fixtures, 'coll.mjs')]);
+    const r = await nodempi(['-n', '3', '--threads', '--tag-output', join(processFixtures, 'coll.mjs')]);
     expect(r.status, explain(r)).toBe(0);
     for (let k = 0; k < 3; k++) expect(r.stdout).toContain(`[${k}] coll ok rank ${k} size 3 sum 6 max 2\n`);
   });

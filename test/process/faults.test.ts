@@ -22,11 +22,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import {
-  cli, explain, fixtures, leakedSegments, rankPids, reap, scratch, shmNames, sleep, start, survivors, until, type Run,
-} from './util.js';
+import { type JobResult, cli, explain, start } from '../helpers/job.js';
+import { leakedSegments, processFixtures, rankPids, reap, scratch, shmNames, sleep, survivors, until } from './util.js';
 
-const faultScript = join(fixtures, 'fault.mjs');
+const faultScript = join(processFixtures, 'fault.mjs');
 /** The bound, from the fault to the end of the job. */
 const BOUND_MS = 15_000;
 /** How long ranks may take to start and do one round of work (8 ranks on 2 busy cores). */
@@ -226,7 +225,7 @@ function caughtLines(stdout: string): string[] {
 }
 
 /** The job's end, killing it first if it still runs (for a failure message). */
-async function endOf(job: ReturnType<typeof start>): Promise<Run> {
+async function endOf(job: ReturnType<typeof start>): Promise<JobResult> {
   job.child.kill('SIGKILL');
   return job.done;
 }

@@ -5,7 +5,8 @@
  */
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { explain, fixtures, leakedSegments, rankLines, rankPids, reap, scratch, shmNames, start, survivors, type Run } from './util.js';
+import { type JobResult, explain, root, start } from '../helpers/job.js';
+import { leakedSegments, processFixtures, rankLines, rankPids, reap, scratch, shmNames, survivors } from './util.js';
 
 interface Result {
   exitCodes: number[];
@@ -17,8 +18,8 @@ interface Result {
   fdsAfter: number;
 }
 
-async function drive(opts: Record<string, unknown>, env?: Record<string, string>): Promise<{ run: Run; result: Result }> {
-  const run = await start(process.execPath, [join(fixtures, 'driver.mjs'), JSON.stringify(opts)], { env }).done;
+async function drive(opts: Record<string, unknown>, env?: Record<string, string>): Promise<{ run: JobResult; result: Result }> {
+  const run = await start(process.execPath, [join(processFixtures, 'driver.mjs'), JSON.stringify(opts)], { env }).done;
   const m = /^RESULT (.*)$/m.exec(run.stdout);
   if (!m) throw new Error(`the driver printed no result\n${explain(run)}`);
   return { run, result: JSON.parse(m[1]!) as Result };
@@ -100,7 +101,7 @@ describe.each(['process', 'thread'] as const)('launch() in %s mode', (mode) => {
 describe('launch() arguments', () => {
   test('bad options reject with MPIError ERR_ARG', async () => {
     const r = await start(process.execPath, ['--input-type=module', '-e', `
-      import * as mpi from ${JSON.stringify(join(fixtures, '..', '..', '..', 'dist', 'index.js'))};
+      import * as mpi from ${JSON.stringify(join(root, 'dist', 'index.js'))};
       for (const o of [{ np: 0, script: 'x' }, { np: 2 }, { np: 2, script: 'x', mode: 'fiber' },
                        { np: 2, command: ['true'], mode: 'thread' }, { np: 2, script: 'x', timeout: -1 }, null]) {
         try { await mpi.launch(o); console.log('resolved'); }
@@ -112,7 +113,7 @@ describe('launch() arguments', () => {
   test('the host process dying ends process-mode ranks (watchdog)', async () => {
     const s = scratch();
     try {
-      const job = start(process.execPath, [join(fixtures, 'driver.mjs'), JSON.stringify({
+      const job = start(process.execPath, [join(processFixtures, 'driver.mjs'), JSON.stringify({
         np: 2, script: 'rank.mjs', args: ['--fail', '0', '--how', 'hang', '--others', 'sleep', '--dir', s.dir],
       })], { drainMs: 100 });
       const ok = await new Promise<boolean>((resolve) => {

@@ -5,7 +5,8 @@
  * checked in exit.test.ts, faults.test.ts and peer-death.test.ts.
  */
 import { describe, expect, test } from 'vitest';
-import { expectClean, explain, nodempi, rankJob, rankLines, rankPids, reap, scratch, shmNames, survivors } from './util.js';
+import { explain, nodempi } from '../helpers/job.js';
+import { expectClean, rankJob, rankLines, rankPids, reap, scratch, shmNames, survivors } from './util.js';
 
 describe('abort', () => {
   test.each([

@@ -7,7 +7,8 @@
  * once asleep); the bound here is loose so a slow CI machine does not flake.
  */
 import { describe, expect, test } from 'vitest';
-import { expectClean, explain, rankJob, rankLines, rankPids, reap, scratch, shmNames } from './util.js';
+import { explain } from '../helpers/job.js';
+import { expectClean, rankJob, rankLines, rankPids, reap, scratch, shmNames } from './util.js';
 
 const cases: [number, string, string][] = [];
 for (const np of [2, 3, 4]) {

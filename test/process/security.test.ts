@@ -9,8 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, fstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { explain, fixtures, root, runJob } from '../helpers/job.js';
-import { start } from './util.js';
+import { explain, fixtures, root, runJob, start } from '../helpers/job.js';
 
 const { native } = await import(join(root, 'dist', 'native.js'));
 

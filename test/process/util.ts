@@ -1,118 +1,20 @@
 /**
- * Helpers for the launcher's process-level tests: run the real `nodempi`
- * command (or a driver script) as a child process with a hard time limit,
- * and check that a job leaves nothing behind (no /dev/shm segment, no rank
- * process).
+ * What the launcher's process-level tests check beyond a job's output: that
+ * a job leaves nothing behind (no /dev/shm segment, no rank process). Jobs
+ * themselves run through test/helpers/job.ts.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 
-export const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const cli = join(root, 'dist', 'cli.js');
-export const fixtures = join(root, 'test', 'fixtures', 'process');
-export const rankScript = join(fixtures, 'rank.mjs');
+import { fixtures, nodempi, type JobResult, type StartOptions } from '../helpers/job.js';
 
-export interface Run {
-  status: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-  /** Milliseconds from spawn to the launcher's exit. */
-  ms: number;
-  /** Date.now() at the launcher's exit. */
-  endedAt: number;
-  /** True when the hard limit ended it (a hang). */
-  hung: boolean;
-}
-
-export interface Started {
-  child: ChildProcess;
-  done: Promise<Run>;
-  /** What the child has written to stdout so far. */
-  stdout(): string;
-}
-
-/**
- * Spawns `cmd argv` with its output collected. `limitMs` is a hard limit:
- * past it the child is SIGKILLed and `hung` is set. Resolves once the
- * child has exited and its pipes have closed, or 3 s after the exit if
- * something it left behind still holds them (that case is then visible
- * through the pid checks, not as a hanging test).
- */
-export interface StartOptions {
-  env?: Record<string, string>;
-  /** Hard limit in ms (default 30 s). */
-  limitMs?: number;
-  cwd?: string;
-  /** How long to wait for the pipes to close after the exit (default 3 s). */
-  drainMs?: number;
-  /** Written to the child's stdin (default: no stdin). */
-  input?: string;
-  /** How to decode the output (default utf8). */
-  encoding?: BufferEncoding;
-  /** Start the child in a process group (and session) of its own. */
-  detached?: boolean;
-}
-
-export function start(cmd: string, argv: string[], opts: StartOptions = {}): Started {
-  const t0 = Date.now();
-  // Never pass on a job identity this process may have inherited.
-  const env: Record<string, string | undefined> = { ...process.env, ...opts.env };
-  for (const k of ['NODEMPI_RANK', 'NODEMPI_SIZE', 'NODEMPI_FD', 'NODEMPI_LAUNCHER_PID']) if (!opts.env?.[k]) delete env[k];
-  const child = spawn(cmd, argv, {
-    env,
-    cwd: opts.cwd,
-    stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-    detached: opts.detached,
-  });
-  if (opts.input !== undefined) {
-    child.stdin!.on('error', () => {});
-    child.stdin!.end(opts.input);
-  }
-  let stdout = '', stderr = '';
-  child.stdout!.setEncoding(opts.encoding ?? 'utf8').on('data', (d: string) => (stdout += d));
-  child.stderr!.setEncoding(opts.encoding ?? 'utf8').on('data', (d: string) => (stderr += d));
-  const done = new Promise<Run>((resolve) => {
-    let hung = false, ms = -1, endedAt = -1, finished = false;
-    let status: number | null = null, signal: NodeJS.Signals | null = null;
-    const limit = setTimeout(() => {
-      hung = true;
-      child.kill('SIGKILL');
-    }, opts.limitMs ?? 30_000);
-    const finish = () => {
-      if (finished) return;
-      finished = true;
-      clearTimeout(limit);
-      resolve({ status, signal, stdout, stderr, ms, endedAt, hung });
-    };
-    child.on('exit', (code, sig) => {
-      endedAt = Date.now();
-      ms = endedAt - t0;
-      status = code;
-      signal = sig;
-      setTimeout(finish, opts.drainMs ?? 3000).unref();
-    });
-    child.on('close', finish);
-  });
-  return { child, done, stdout: () => stdout };
-}
-
-/** Runs the launcher: `nodempi launcherArgs...`. */
-export function nodempi(args: string[], opts: StartOptions = {}): Promise<Run> {
-  return start(process.execPath, [cli, ...args], opts).done;
-}
+export const processFixtures = join(fixtures, 'process');
+export const rankScript = join(processFixtures, 'rank.mjs');
 
 /** Runs the launcher on the rank fixture at np ranks. */
-export function rankJob(np: number, args: string[], opts: StartOptions & { launcher?: string[] } = {}): Promise<Run> {
+export function rankJob(np: number, args: string[], opts: StartOptions & { launcher?: string[] } = {}): Promise<JobResult> {
   return nodempi(['-n', String(np), ...(opts.launcher ?? []), rankScript, ...args], opts);
-}
-
-/** A readable summary for assertion messages. */
-export function explain(r: Run): string {
-  return `status ${r.status} signal ${r.signal} after ${r.ms} ms${r.hung ? ' (HUNG)' : ''}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`;
 }
 
 /** The launcher's own lines naming a rank. */

@@ -11,9 +11,8 @@ namespace nodempi::coll {
 namespace {
 
 // scan and exscan take single copies up to this size. Above it the slot
-// pipeline, which overlaps the lower ranks' copies with the folds, wins:
-// 2 ranks, 16 MiB, scan 3.4-4.1 ms through the slots against 7.2-8.0 ms
-// direct, exscan 1.9 against 1.9-4.4.
+// pipeline, which overlaps the lower ranks' copies with the folds, wins
+// (bench/README.md, "Measurements behind the code").
 constexpr uint64_t kScanDirectMax = uint64_t(1) << 20;
 
 // How a collective picks between its two algorithms. B is the bytes per

@@ -41,7 +41,8 @@ void strided_fixed(uint8_t* user, int64_t stride, int64_t n, uint8_t* stream) {
 // Wider copies for the commonest strided case, 8-byte blocks (a column of
 // doubles, every other double). The scalar loop does one store per block
 // and stores are what limit it: packing four blocks into one 32-byte store
-// makes it ~1.6x faster on data in cache. Unpacking cannot merge stores to
+// makes it faster on data in cache (bench/README.md, "Measurements behind
+// the code"). Unpacking cannot merge stores to
 // places `stride` apart, except with AVX-512's masked stores when several
 // blocks share one 64-byte window (stride 16 or 32); the mask leaves the
 // bytes between them (the holes) unwritten.

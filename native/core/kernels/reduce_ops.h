@@ -48,7 +48,8 @@ inline T load(const Byte* p) {
   } else {
     // Long double: one x87 load from the slot. Copied through a local
     // first, the 10-byte load would follow a 16-byte store it cannot take
-    // its data from (a store-forwarding stall per element, ~3x slower).
+    // its data from (a store-forwarding stall per element; bench/README.md,
+    // "Measurements behind the code").
     return *reinterpret_cast<const typename Unaligned<T>::type*>(p);
   }
 }
@@ -214,8 +215,8 @@ struct BitXor {
 // sources are NaN, and the NaN source otherwise: with a as the first source
 // that is `a op nan_first(a, b)` in one instruction. The compiler cannot be
 // told so (it may swap the operands of + and *), and vectorising the guard
-// costs a compare and a blend per vector, which in L1 halves the speed of
-// the commonest reductions (double SUM: 85 against 165 GB/s at 4 KiB). So
+// costs a compare and a blend per vector, which in L1 slows the commonest
+// reductions a lot (bench/README.md, "Measurements behind the code"). So
 // the instruction is written out. kernels_<isa>.cc defines
 // NODEMPI_VECTOR_BYTES for the tables this applies to.
 #if defined(NODEMPI_VECTOR_BYTES)
@@ -423,11 +424,11 @@ constexpr PairByteMasks<P> pair_byte_masks() {
 template <class P>
 inline constexpr PairByteMasks<P> kPairBytes = pair_byte_masks<P>();
 
-// 256-bit vectors at most for the pair loops, even in the AVX-512 table.
-// Measured on this project's AMD EPYC machine with in-place 16 MiB operands:
-// the zmm form of these loops ran at about half the throughput of the ymm
-// form (10 vs 23 GB/s for TWO_INT and TWO_DOUBLE), below Open MPI's scalar
-// loop; in L2 zmm was faster, but ymm already beats Open MPI there. Both
+// 256-bit vectors at most for the pair loops, even in the AVX-512 table:
+// with operands in memory the zmm form of these loops ran well below the
+// ymm form, and below Open MPI's scalar loop; in L2 zmm was faster, but ymm
+// already beats Open MPI there (bench/README.md, "Measurements behind the
+// code"). Both
 // loc_words and loc carry it: loc_words is inlined, and the loop is
 // vectorised with its caller's options. On x86 only, where the option
 // exists; it changes nothing for the SSE2 and AVX2 tables. (Not keyed on
@@ -468,8 +469,9 @@ NODEMPI_LOC_YMM void loc(const void* a, const void* b, void* out, size_t n) {
   if constexpr (kTwoWords<P>) {
     // The vectoriser does not peel for alignment here (the loop reads
     // pairs of words), and large buffers from malloc sit 16 bytes off a
-    // cache line, so half the 32-byte stores would straddle two lines:
-    // DOUBLE_INT in L2 measured about 30% slower that way. So the first
+    // cache line, so half the 32-byte stores would straddle two lines,
+    // which slows DOUBLE_INT in L2 (bench/README.md, "Measurements behind
+    // the code"). So the first
     // few pairs go first, on their own, and the bulk then stores on line
     // boundaries whenever out is pair-aligned; in place (out == b) that
     // aligns b as well.

@@ -14,7 +14,7 @@ namespace nodempi::transport {
 // "Single copy") it is faster or level at every size from 64 KiB on. With
 // more ranks than cores it is off: the kernel's copy pins pages and runs on
 // the copying rank, so ranks that would drain the slots in parallel queue
-// behind it (bcast up to 2x slower).
+// behind it.
 //   NODEMPI_CMA=1         always take the single-copy path for large messages
 //   NODEMPI_CMA=0         never (the slot pipeline only)
 //   NODEMPI_CMA=fallback  take its protocol but declare every copy refused

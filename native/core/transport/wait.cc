@@ -51,8 +51,8 @@ constexpr long kSleepSliceNs = 20 * 1000 * 1000;
 }  // namespace
 
 bool oversubscribed(uint32_t nranks) {
-  // Read once per process: sysconf reads a sysfs file (~5 us), which every
-  // new communicator would otherwise pay.
+  // Read once per process: sysconf reads a sysfs file, which every new
+  // communicator would otherwise pay.
   static const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   return cpus > 0 && long(nranks) > cpus;
 }

@@ -1,4 +1,4 @@
-// Reductions on derived datatypes (test/fixtures/dtcoll/reduce.mjs): predefined
+// Reductions on derived datatypes (test/fixtures/derived-datatype-coll/reduce.mjs): predefined
 // ops element by element (SUM, MAX, MIN, BXOR, MAXLOC with ties), ERR_OP for
 // heterogeneous structs, user-defined ops seeing items as laid out in memory
 // (TypedArrays for one basic type, DataViews otherwise), non-commutative
@@ -13,11 +13,11 @@ describe('reductions on derived datatypes', () => {
   for (const np of worldSizes) {
     for (const group of groups) {
       it(`${group} at np=${np}`, async () => {
-        const r = await runJob(np, 'dtcoll/reduce.mjs', [group, '1'], { timeoutSec: 60 });
+        const r = await runJob(np, 'derived-datatype-coll/reduce.mjs', [group, '1'], { timeoutSec: 60 });
         expect(r.status, explain(r)).toBe(0);
       });
       it(`${group} across many chunks (8 KiB slots) at np=${np}`, async () => {
-        const r = await runJob(np, 'dtcoll/reduce.mjs', [group, '2'], { env: { NODEMPI_SLOT_KB: '8' }, timeoutSec: 60 });
+        const r = await runJob(np, 'derived-datatype-coll/reduce.mjs', [group, '2'], { env: { NODEMPI_SLOT_KB: '8' }, timeoutSec: 60 });
         expect(r.status, explain(r)).toBe(0);
       });
     }

@@ -1,4 +1,4 @@
-// Derived datatypes in the data-moving collectives (test/fixtures/dtcoll/move.mjs):
+// Derived datatypes in the data-moving collectives (test/fixtures/derived-datatype-coll/move.mjs):
 // type signatures, not type maps, must match; every root; mixed layouts
 // across ranks; in-place forms; zero counts; blocking, nonblocking and
 // persistent; guard bytes around every buffer and in every hole.
@@ -11,11 +11,11 @@ describe('derived datatypes in bcast, gather(v), scatter(v), allgather(v), allto
   for (const np of worldSizes) {
     for (const group of groups) {
       it(`${group} at np=${np}`, async () => {
-        const r = await runJob(np, 'dtcoll/move.mjs', [group, '1'], { timeoutSec: 60 });
+        const r = await runJob(np, 'derived-datatype-coll/move.mjs', [group, '1'], { timeoutSec: 60 });
         expect(r.status, explain(r)).toBe(0);
       });
       it(`${group} across many chunks (8 KiB slots) at np=${np}`, async () => {
-        const r = await runJob(np, 'dtcoll/move.mjs', [group, '2'], { env: { NODEMPI_SLOT_KB: '8' }, timeoutSec: 60 });
+        const r = await runJob(np, 'derived-datatype-coll/move.mjs', [group, '2'], { env: { NODEMPI_SLOT_KB: '8' }, timeoutSec: 60 });
         expect(r.status, explain(r)).toBe(0);
       });
     }
@@ -28,7 +28,7 @@ describe('struct { double; int } against DOUBLE_INT', () => {
   for (const np of worldSizes) {
     for (const group of groups) {
       it(`${group} at np=${np}`, async () => {
-        const r = await runJob(np, 'dtcoll/move.mjs', [group, '1', 'struct/DOUBLE_INT'], { timeoutSec: 60 });
+        const r = await runJob(np, 'derived-datatype-coll/move.mjs', [group, '1', 'struct/DOUBLE_INT'], { timeoutSec: 60 });
         expect(r.status, explain(r)).toBe(0);
       });
     }

@@ -17,7 +17,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, expect, test } from 'vitest';
-import { leakedSegments, root, shmNames } from './util.js';
+import { root } from '../helpers/job.js';
+import { leakedSegments, shmNames } from './util.js';
 
 const exec = promisify(execFile);
 const tmp = mkdtempSync(join(tmpdir(), 'nodempi-pack-'));
