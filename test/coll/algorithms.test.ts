@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { cli, explain, fixtures, run, runJob, worldSizes } from '../helpers/job.js';
-import { expectPassed } from './suite.js';
+import { cli, expectPassed, explain, fixtures, run, runJob, worldSizes } from '../helpers/job.js';
 import { join } from 'node:path';
 
 // test/fixtures/coll/algorithms.mjs under NODEMPI_ALGO: each run forces one
@@ -36,19 +35,19 @@ describe('every algorithm, forced by NODEMPI_ALGO', () => {
   for (const { what, env } of RUNS) {
     for (const np of worldSizes) {
       it(`${what} at np=${np}`, async () => {
-        expectPassed(await runJob(np, 'coll/algorithms.mjs', [], { env }), 'algorithms', np);
+        expectPassed(await runJob(np, 'coll/algorithms.mjs', [], { env }), { name: 'algorithms', np });
       });
     }
   }
 
   it('flat reductions with default slots, where the automatic choice slices (np=3)', async () => {
-    expectPassed(await runJob(3, 'coll/algorithms.mjs', [], { env: { NODEMPI_ALGO: 'allreduce:flat,reduce:flat' } }), 'algorithms', 3);
+    expectPassed(await runJob(3, 'coll/algorithms.mjs', [], { env: { NODEMPI_ALGO: 'allreduce:flat,reduce:flat' } }), { name: 'algorithms', np: 3 });
   });
 
   it('ignores entries it cannot use, says so, and applies the rest (np=2)', async () => {
     const env = { ...SLOTS, NODEMPI_ALGO: 'allreduce:ring,bogus:flat,barrier:flat,reduce:sliced' };
     const r = await runJob(2, 'coll/algorithms.mjs', [], { env });
-    expectPassed(r, 'algorithms', 2);
+    expectPassed(r, { name: 'algorithms', np: 2 });
     expect(r.stderr, explain(r)).toContain("'allreduce:ring' names no algorithm of allreduce");
     expect(r.stderr, explain(r)).toContain("'bogus:flat' names no collective");
     expect(r.stderr, explain(r)).toContain("'barrier:flat' names a collective with one algorithm");
@@ -61,6 +60,6 @@ describe('every algorithm, forced by NODEMPI_ALGO', () => {
       'if [ "$NODEMPI_RANK" = 1 ]; then export NODEMPI_ALGO=allreduce:sliced,reduce:sliced; fi; ' +
       `exec "${process.execPath}" "${script}" mismatch`;
     const r = await run(process.execPath, [cli, '-n', '3', '--timeout', '60', '--', 'sh', '-c', only1]);
-    expectPassed(r, 'algorithms', 3);
+    expectPassed(r, { name: 'algorithms', np: 3 });
   });
 });
