@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # npm run test:tsan [-- ctest arguments]: the C++ tests that run threads
-# (transport, progress lanes, collectives with thread ranks and several
+# (transport, progress lanes and engine, collectives with thread ranks and several
 # contexts per rank) under ThreadSanitizer, in their long form, with zero
 # reports. TSan sees each rank's own threads, not the ranks synchronising
 # through the segment (each maps it at an address of its own).
