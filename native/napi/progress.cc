@@ -1,39 +1,13 @@
 #include "napi/progress.h"
 
-#include <sched.h>
-
-#include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <mutex>
-#include <thread>
-#include <unordered_map>
 #include <vector>
 
-#include "core/progress/lane.h"
+#include "core/progress/engine.h"
 #include "napi/args.h"
 #include "napi/errors.h"
 #include "napi/state.h"
 
 namespace nodempi::napi {
-
-namespace {
-
-// A JavaScript call a progress thread needs made on the main thread.
-struct MainCall {
-  std::function<void()> fn;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-};
-
-struct Pending {
-  std::shared_ptr<progress::Op> op;
-  std::shared_ptr<UserOp> user;
-  uint32_t comm;
-};
-
-}  // namespace
 
 namespace {
 // Runs on the main thread for every wake-up of the event loop the engine
@@ -43,26 +17,19 @@ void call_progress(Napi::Env env, Napi::Function, void*, void*);
 using ProgressTsfn = Napi::TypedThreadSafeFunction<void, void, call_progress>;
 }  // namespace
 
+// The engine and what connects it to the event loop. Requests keep their
+// user op (if any) in the engine as `keep`, handed back at delivery, so it
+// is released on the main thread.
 struct Progress {
-  std::thread::id main = std::this_thread::get_id();
-  std::vector<std::unique_ptr<progress::Lane>> lanes;  // by communicator handle
-  std::unordered_map<uint64_t, Pending> pending;       // nonblocking requests
-  std::unordered_map<uint64_t, Job> templates;         // persistent requests
-  uint64_t next_id = 1;
-  progress::Signal signal;  // raised on every completion and main-thread call
-  std::mutex mail_mu;
-  std::deque<MainCall*> mail;
   ProgressTsfn tsfn;  // wakes the event loop; calls lib's onProgress
-  bool tsfn_live = false;
-  bool unkicked = false;  // some lane holds operations its thread was not woken for
-  bool in_wait = false;   // the main thread is inside wait(); lib delivers afterwards
   bool tsfn_ref = false;
   Napi::FunctionReference on_progress;
+  // Last: destroyed first, its threads calling tsfn until then. tsfn is
+  // made before the first request, so before any thread can call it.
+  progress::Engine engine{[this] { tsfn.NonBlockingCall(); }};
 };
 
 namespace {
-
-void service_mail(Progress& p);
 
 void call_progress(Napi::Env env, Napi::Function, void*, void*) {
   if (env == nullptr) return;
@@ -70,7 +37,7 @@ void call_progress(Napi::Env env, Napi::Function, void*, void*) {
   Progress* now = State::of(env).progress;
   if (!now) return;
   try {
-    service_mail(*now);
+    now->engine.service_mail();
     if (!now->on_progress.IsEmpty()) now->on_progress.Call({});
   } catch (const Napi::Error& e) {
     // lib's callback settles promises and does not throw; should anything
@@ -84,7 +51,6 @@ Progress& progress_of(Napi::Env env) {
   if (!st.progress) {
     auto* p = new Progress;
     p->tsfn = ProgressTsfn::New(env, "nodempi progress", 0, 1);
-    p->tsfn_live = true;
     // Referenced only while nonblocking requests are in flight, so an idle
     // engine never keeps the process alive.
     p->tsfn.Unref(env);
@@ -93,68 +59,15 @@ Progress& progress_of(Napi::Env env) {
   return *st.progress;
 }
 
-void wake_loop(Progress& p) {
-  if (p.tsfn_live) p.tsfn.NonBlockingCall();
-}
-
-progress::Lane& lane_of(Napi::Env env, Progress& p, uint32_t comm) {
-  if (p.lanes.size() <= comm) p.lanes.resize(comm + 1);
-  if (!p.lanes[comm]) {
-    Progress* pp = &p;
-    p.lanes[comm] = std::make_unique<progress::Lane>([pp](const std::shared_ptr<progress::Op>&) {
-      // Completed on the main thread inside wait(): lib delivers it when
-      // that call returns, no need to wake the event loop.
-      if (on_main_thread(pp) && pp->in_wait) return;
-      pp->signal.raise();
-      wake_loop(*pp);
-    });
-  }
-  return *p.lanes[comm];
-}
-
-void service_mail(Progress& p) {
-  for (;;) {
-    MainCall* call;
-    {
-      std::lock_guard<std::mutex> lk(p.mail_mu);
-      if (p.mail.empty()) return;
-      call = p.mail.front();
-      p.mail.pop_front();
-    }
-    call->fn();
-    {
-      std::lock_guard<std::mutex> lk(call->mu);
-      call->done = true;
-    }
-    call->cv.notify_one();
-  }
-}
-
-// Blocks the main thread until `op` is done, running it (and what precedes
-// it on its lane) here when no progress thread is, and serving JavaScript
-// calls the progress threads ask for meanwhile.
-void wait_done(Progress& p, progress::Lane& lane, const progress::Op* op) {
-  for (;;) {
-    uint32_t seen = p.signal.value();
-    if (lane.help(op)) return;
-    service_mail(p);
-    if (op->state.load(std::memory_order_acquire) == progress::Op::DONE) return;
-    p.signal.wait(seen, 1000 * 1000);
-  }
-}
-
-// The MPIError for a finished op, or null; main thread.
-Napi::Value outcome(Napi::Env env, const progress::Op& op, const std::shared_ptr<UserOp>& user) {
-  if (op.error == ErrorClass::SUCCESS) return env.Null();
+// The MPIError for a finished operation, or null; main thread.
+Napi::Value outcome(Napi::Env env, const progress::Completion& c, const UserOp* user) {
+  if (c.error == ErrorClass::SUCCESS) return env.Null();
   Napi::Value cause = user && user->failed() ? user->error() : Napi::Value();
-  return mpi_error(env, op.error, op.message, cause).Value();
+  return mpi_error(env, c.error, c.message, cause).Value();
 }
 
-std::shared_ptr<progress::Op> make_op(Progress& p, const Job& job) {
-  auto op = std::make_shared<progress::Op>();
-  op->id = p.next_id++;
-  op->body = job.body;
-  return op;
+Napi::Value outcome(Napi::Env env, const progress::Completion& c) {
+  return outcome(env, c, static_cast<const UserOp*>(c.keep.get()));
 }
 
 // Operations at least this large wake their lane's thread at once, so they
@@ -178,36 +91,18 @@ size_t payload_bytes(const Napi::CallbackInfo& info) {
   return total;
 }
 
-uint64_t enqueue(Napi::Env env, Progress& p, const Job& job, bool wake) {
-  auto op = make_op(p, job);
-  p.pending.emplace(op->id, Pending{op, job.user, job.comm});
-  if (p.tsfn_live && !p.tsfn_ref) {
+// A request is in flight: the engine must keep the process alive until it
+// is delivered.
+void ref_loop(Napi::Env env, Progress& p) {
+  if (!p.tsfn_ref) {
     p.tsfn.Ref(env);
     p.tsfn_ref = true;
-  }
-  lane_of(env, p, job.comm).submit(op, wake);
-  if (!wake) p.unkicked = true;
-  return op->id;
-}
-
-// Wakes lanes holding operations not yet started, except `except` (the
-// lane the main thread is about to run itself).
-void kick_all(Progress& p, uint32_t except = UINT32_MAX) {
-  if (!p.unkicked) return;
-  p.unkicked = false;
-  for (uint32_t c = 0; c < p.lanes.size(); ++c) {
-    if (!p.lanes[c]) continue;
-    if (c == except) {
-      p.unkicked = true;  // still owed a kick if the main thread does not run it
-      continue;
-    }
-    p.lanes[c]->kick();
   }
 }
 
 // No request in flight: the engine must not keep the process alive.
 void unref_if_idle(Napi::Env env, Progress& p) {
-  if (p.pending.empty() && p.tsfn_ref) {
+  if (!p.engine.has_requests() && p.tsfn_ref) {
     p.tsfn.Unref(env);
     p.tsfn_ref = false;
   }
@@ -225,30 +120,13 @@ Mode mode_arg(const Napi::CallbackInfo& info) {
 
 Progress* progress_for(Napi::Env env) { return &progress_of(env); }
 
-bool on_main_thread(const Progress* p) { return std::this_thread::get_id() == p->main; }
+bool on_main_thread(const Progress* p) { return p->engine.on_main_thread(); }
 
-void run_on_main(Progress* pp, std::function<void()> fn) {
-  Progress& p = *pp;
-  MainCall call;
-  call.fn = std::move(fn);
-  {
-    std::lock_guard<std::mutex> lk(p.mail_mu);
-    p.mail.push_back(&call);
-  }
-  p.signal.raise();
-  wake_loop(p);
-  std::unique_lock<std::mutex> lk(call.mu);
-  call.cv.wait(lk, [&] { return call.done; });
-}
+void run_on_main(Progress* p, std::function<void()> fn) { p->engine.run_on_main(std::move(fn)); }
 
 bool may_run_now(Napi::Env env, uint32_t comm, std::unique_lock<std::mutex>& hold) {
   Progress* p = State::of(env).progress;
-  if (!p) return true;
-  // Before blocking, let every lane's queued operations progress: a peer
-  // may need one of them to reach this collective.
-  kick_all(*p, comm);
-  progress::Lane* lane = comm < p->lanes.size() ? p->lanes[comm].get() : nullptr;
-  return !lane || lane->try_run_direct(hold);
+  return !p || p->engine.may_run_now(comm, hold);
 }
 
 [[noreturn]] void throw_core(Napi::Env env, const CoreError& e, const UserOp* user) {
@@ -260,14 +138,17 @@ Napi::Value queue(const Napi::CallbackInfo& info, Job job) {
   Napi::Env env = info.Env();
   const Mode mode = mode_arg(info);
   switch (mode) {
-    case Mode::NONBLOCKING:
-      return Napi::Number::New(env, double(enqueue(env, progress_of(env), job, payload_bytes(info) >= kWakeBytes)));
-    case Mode::PERSISTENT: {
+    case Mode::NONBLOCKING: {
       Progress& p = progress_of(env);
-      uint64_t id = p.next_id++;
+      const bool wake = payload_bytes(info) >= kWakeBytes;
+      uint64_t id = p.engine.submit(job.comm, std::move(job.body), wake, std::move(job.user));
+      ref_loop(env, p);
+      return Napi::Number::New(env, double(id));
+    }
+    case Mode::PERSISTENT: {
       // Decided here, where the buffers are arguments: start() has only the id.
-      job.wake = payload_bytes(info) >= kWakeBytes;
-      p.templates.emplace(id, std::move(job));
+      const bool wake = payload_bytes(info) >= kWakeBytes;
+      uint64_t id = progress_of(env).engine.add_template(job.comm, std::move(job.body), wake, std::move(job.user));
       return Napi::Number::New(env, double(id));
     }
     case Mode::BLOCKING:
@@ -275,13 +156,9 @@ Napi::Value queue(const Napi::CallbackInfo& info, Job job) {
       break;
   }
   // Blocking, behind the communicator's queued operations (dispatch() found
-  // some, so the engine and the lane exist): wait its turn.
-  Progress* p = State::of(env).progress;
-  progress::Lane* lane = p->lanes[job.comm].get();
-  auto op = make_op(*p, job);
-  lane->submit(op, false);
-  wait_done(*p, *lane, op.get());
-  Napi::Value err = outcome(env, *op, job.user);
+  // some, so the engine exists): wait its turn.
+  progress::Completion done = State::of(env).progress->engine.run_blocking(job.comm, job.body);
+  Napi::Value err = outcome(env, done, job.user.get());
   if (!err.IsNull()) throw Napi::Error(env, err);
   if (mode == Mode::RECORD && !job.user) return record(env, job.comm, std::move(job.body));
   return env.Undefined();
@@ -296,58 +173,29 @@ Napi::Value record(Napi::Env env, uint32_t comm, std::function<void()> body) {
 
 void retire_lane(Napi::Env env, uint32_t comm) {
   Progress* p = State::of(env).progress;
-  if (!p || comm >= p->lanes.size() || !p->lanes[comm]) return;
-  progress::Lane& lane = *p->lanes[comm];
-  // Queue a no-op behind everything and wait for it, running the lane here
-  // if its thread is idle.
-  auto marker = std::make_shared<progress::Op>();
-  marker->body = [] {};
-  lane.submit(marker);
-  wait_done(*p, lane, marker.get());
-  p->lanes[comm].reset();
+  if (p) p->engine.retire_lane(comm);
 }
 
 void destroy_progress(Napi::Env env) {
   State& st = State::of(env);
   Progress* p = st.progress;
   if (!p) return;
-  bool busy = false;
-  for (auto& lane : p->lanes) {
-    if (!lane) continue;
-    if (lane->busy()) {
-      // A collective some peer never joined: let its thread be, with the
-      // segment it uses (freeing either could crash it before exit).
-      busy = true;
-      lane.release();
-    }
-  }
-  if (p->tsfn_live) p->tsfn.Release();
-  if (busy) {
+  const bool idle = p->engine.shutdown();
+  p->tsfn.Release();
+  if (!idle) {
+    // A collective some peer never joined: let its thread be, with the
+    // engine and the segment it uses (freeing either could crash it before
+    // exit).
     st.keep_segment = true;
-    return;  // Progress intentionally leaked with its running lanes
+    return;
   }
-  p->lanes.clear();
   delete p;
   st.progress = nullptr;
 }
 
 bool settle_progress(Napi::Env env, long timeout_ms) {
   Progress* p = State::of(env).progress;
-  if (!p) return true;
-  for (auto& lane : p->lanes) {
-    if (lane) lane->kick();
-  }
-  p->unkicked = false;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (;;) {
-    uint32_t seen = p->signal.value();
-    bool busy = false;
-    for (auto& lane : p->lanes) busy = busy || (lane && lane->busy());
-    if (!busy) return true;
-    if (std::chrono::steady_clock::now() >= until) return false;
-    // Raised at every completion; the timeout bounds a missed one.
-    p->signal.wait(seen, 5 * 1000 * 1000);
-  }
+  return !p || p->engine.settle(timeout_ms);
 }
 
 namespace {
@@ -363,17 +211,13 @@ void SetProgressCallback(const Napi::CallbackInfo& info) {
 Napi::Value Drain(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Progress& p = progress_of(env);
-  service_mail(p);
-  Napi::Array out = Napi::Array::New(env);
+  std::vector<progress::Completion> done;
+  p.engine.drain(done);
+  Napi::Array out = Napi::Array::New(env, done.size() * 2);
   uint32_t k = 0;
-  for (auto it = p.pending.begin(); it != p.pending.end();) {
-    if (it->second.op->state.load(std::memory_order_acquire) == progress::Op::DONE) {
-      out.Set(k++, Napi::Number::New(env, double(it->first)));
-      out.Set(k++, outcome(env, *it->second.op, it->second.user));
-      it = p.pending.erase(it);
-    } else {
-      ++it;
-    }
+  for (const progress::Completion& c : done) {
+    out.Set(k++, Napi::Number::New(env, double(c.id)));
+    out.Set(k++, outcome(env, c));
   }
   unref_if_idle(env, p);
   return out;
@@ -384,81 +228,51 @@ Napi::Value Drain(const Napi::CallbackInfo& info) {
 Napi::Value Test(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Progress& p = progress_of(env);
-  service_mail(p);
-  auto it = p.pending.find(id_arg(info, 0));
-  if (it == p.pending.end()) return env.Null();  // already delivered
-  if (it->second.op->state.load(std::memory_order_acquire) != progress::Op::DONE) {
-    kick_all(p);
-    // A test() loop must not starve the thread doing the work when ranks
-    // outnumber cores: give up the rest of this time slice (it returns at
-    // once when no other thread wants the core).
-    sched_yield();
-    return env.Undefined();
-  }
-  Napi::Value result = outcome(env, *it->second.op, it->second.user);
-  p.pending.erase(it);
+  progress::Completion c = p.engine.test(id_arg(info, 0));
+  if (!c.done) return env.Undefined();
   unref_if_idle(env, p);
-  return result;
+  return outcome(env, c);
 }
 
 // wait(id) -> null or the MPIError; blocks the main thread.
 Napi::Value Wait(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Progress& p = progress_of(env);
-  auto it = p.pending.find(id_arg(info, 0));
-  if (it == p.pending.end()) return env.Null();
-  Pending pend = it->second;
-  kick_all(p, pend.comm);
-  p.in_wait = true;
-  wait_done(p, lane_of(env, p, pend.comm), pend.op.get());
-  p.in_wait = false;
-  p.pending.erase(pend.op->id);
+  progress::Completion c = p.engine.wait(id_arg(info, 0));
   unref_if_idle(env, p);
-  return outcome(env, *pend.op, pend.user);
+  return outcome(env, c);
 }
 
 // waitAny(ids) -> index of a completed request (not consumed: lib then calls
 // wait on it). Blocks the main thread without spinning it.
 Napi::Value WaitAny(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Progress& p = progress_of(env);
-  Napi::Array ids = info[0].As<Napi::Array>();
-  kick_all(p);
-  for (;;) {
-    uint32_t seen = p.signal.value();
-    service_mail(p);
-    for (uint32_t i = 0; i < ids.Length(); ++i) {
-      auto it = p.pending.find(uint64_t(ids.Get(i).As<Napi::Number>().Int64Value()));
-      if (it == p.pending.end() || it->second.op->state.load(std::memory_order_acquire) == progress::Op::DONE) {
-        return Napi::Number::New(env, i);
-      }
-    }
-    // Let the first in-flight request's lane run here if its thread is idle.
-    auto it = p.pending.find(uint64_t(ids.Get(0u).As<Napi::Number>().Int64Value()));
-    if (it != p.pending.end() && lane_of(env, p, it->second.comm).help(it->second.op.get())) continue;
-    p.signal.wait(seen, 1000 * 1000);
-  }
+  Napi::Array list = info[0].As<Napi::Array>();
+  std::vector<uint64_t> ids(list.Length());
+  for (uint32_t i = 0; i < list.Length(); ++i) ids[i] = uint64_t(list.Get(i).As<Napi::Number>().Int64Value());
+  return Napi::Number::New(env, double(progress_of(env).engine.wait_any(ids)));
 }
 
 // start(templateId) -> request id of a new round of a persistent request.
 Napi::Value Start(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Progress& p = progress_of(env);
-  auto it = p.templates.find(id_arg(info, 0));
-  if (it == p.templates.end()) throw_mpi(env, ErrorClass::REQUEST, "start: the persistent request has been freed");
-  return Napi::Number::New(env, double(enqueue(env, p, it->second, it->second.wake)));
+  uint64_t id = p.engine.start(id_arg(info, 0));
+  if (id == 0) throw_mpi(env, ErrorClass::REQUEST, "start: the persistent request has been freed");
+  ref_loop(env, p);
+  return Napi::Number::New(env, double(id));
 }
 
 // kick(): wakes the threads of lanes holding operations not yet started
 // (lib calls it once per JavaScript turn after queuing requests).
 void Kick(const Napi::CallbackInfo& info) {
   Progress* p = State::of(info.Env()).progress;
-  if (p) kick_all(*p);
+  if (p) p->engine.kick();
 }
 
 // freeTemplate(templateId)
 void FreeTemplate(const Napi::CallbackInfo& info) {
-  progress_of(info.Env()).templates.erase(id_arg(info, 0));
+  progress_of(info.Env()).engine.free_template(id_arg(info, 0));
 }
 
 // replay(id, mode): runs a recorded blocking call again (lib/replay.ts has

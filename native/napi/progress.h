@@ -1,7 +1,9 @@
-// Running collectives blocking, nonblocking or persistent (napi side of
-// core/progress): request ids for lib/request.ts, completion delivered to
-// the main thread through one thread-safe function, and JavaScript calls
-// (user ops) handed from progress threads to the main thread.
+// Running collectives blocking, nonblocking or persistent: the binding of
+// core/progress/engine.h. It turns a call's arguments into a body for the
+// engine, the engine's results into request ids and MPIErrors for
+// lib/request.ts, and the engine's wake-ups into calls on the main thread
+// through one thread-safe function (completions, and JavaScript calls such
+// as user ops that progress threads hand to the main thread).
 #pragma once
 #include <napi.h>
 
@@ -23,7 +25,6 @@ struct Job {
   uint32_t comm = 0;
   std::function<void()> body;
   std::shared_ptr<UserOp> user;
-  bool wake = false;  // persistent: large enough to wake its lane at each start
 };
 
 // How a binding was called: the last argument of every collective binding.
@@ -71,7 +72,8 @@ Napi::Value dispatch(const Napi::CallbackInfo& info, uint32_t comm, std::shared_
 }
 
 struct Progress;
-// The engine of this environment (created on first use; main thread).
+// The engine of this environment with its event-loop wake-up (created on
+// first use; main thread).
 Progress* progress_for(Napi::Env env);
 // Callable from any thread.
 bool on_main_thread(const Progress* p);

@@ -18,7 +18,7 @@
 //      helper, a thread running direct calls; no two operations ever
 //      overlap, per-submitter order holds, nothing runs twice or is lost;
 //   9. the main thread's wait loop (help, then sleep on the Signal) beside
-//      the worker, as napi/progress.cc runs it.
+//      the worker, as core/progress/engine.cc runs it.
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -46,7 +46,7 @@ std::shared_ptr<Op> make_op(uint64_t id, std::function<void()> body) {
   return op;
 }
 
-// Waits for op as napi/progress.cc's wait_done does: help, else sleep on
+// Waits for op as core/progress/engine.cc's wait_done does: help, else sleep on
 // the signal until something completes.
 void wait_done(Lane& lane, Signal& signal, const Op* op) {
   for (;;) {
