@@ -2,18 +2,18 @@
 // (test/fixtures/derived-datatype-coll/errors.mjs, edge.mjs): uncommitted types, freed types
 // still referenced, buffers against the span of the type map, overlapping
 // send types, mismatched signatures; and one job per edge rule.
-import { describe, expect, it } from 'vitest';
-import { explain, runJob, worldSizes } from '../helpers/job.js';
+import { describe, it } from 'vitest';
+import { expectPassed, runJob, worldSizes } from '../helpers/job.js';
 
 describe('derived datatype errors in collectives', () => {
   for (const np of worldSizes) {
     it(`ERR_TYPE, freed types, ERR_BUFFER, overlap, ERR_NOT_SAME at np=${np}`, async () => {
       const r = await runJob(np, 'derived-datatype-coll/errors.mjs', [], { timeoutSec: 60 });
-      expect(r.status, explain(r)).toBe(0);
+      expectPassed(r, { name: 'dtcoll errors', np });
     });
     it(`the same with 8 KiB slots at np=${np}`, async () => {
       const r = await runJob(np, 'derived-datatype-coll/errors.mjs', [], { env: { NODEMPI_SLOT_KB: '8' }, timeoutSec: 60 });
-      expect(r.status, explain(r)).toBe(0);
+      expectPassed(r, { name: 'dtcoll errors', np });
     });
   }
 });
@@ -31,7 +31,7 @@ describe('derived datatype edge rules', () => {
     for (const np of [1, 2, 3, 4]) {
       it(`${what} at np=${np}`, async () => {
         const r = await runJob(np, 'derived-datatype-coll/edge.mjs', [name], { timeoutSec: 60 });
-        expect(r.status, explain(r)).toBe(0);
+        expectPassed(r, { name: `dtcoll edge ${name}`, np });
       });
     }
   }
