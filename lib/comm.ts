@@ -706,14 +706,15 @@ export class Comm {
     if (running > 0) {
       fail('ERR_OTHER', name, 'called from inside the user-defined op of another collective; a user function must not communicate');
     }
-    // A blocking call with the very arguments of the last one runs again
-    // as the addon keeps it (lib/replay.ts).
-    const replays = mode === Mode.BLOCKING ? this._replays() : null;
-    let record = false;
-    if (replays !== null) {
-      const id = replays.find(name, args);
-      if (id >= 0 && replays.replay(id)) return undefined;
-      record = id === RECORD;
+    // A blocking call with the very arguments of a recent one runs as the
+    // persistent request made of it (lib/replay.ts).
+    if (mode === Mode.BLOCKING) {
+      const replays = this._replays();
+      if (replays !== null) {
+        const id = replays.find(name, args);
+        if (id >= 0 && replays.run(id)) return undefined;
+        if (id === RECORD && this.#keep(replays, name, args)) return undefined;
+      }
     }
     // JavaScript may run while the operation holds the buffers (a request
     // in flight, a user op's function): refuse what could shrink under it,
@@ -723,7 +724,7 @@ export class Comm {
     let result: unknown;
     running++;
     try {
-      result = this._collective(name, record ? Mode.RECORD : mode, held ? held.args : args);
+      result = this._collective(name, mode, held ? held.args : args);
     } catch (err) {
       // Nothing is in flight after a failed call (blocking or not started).
       releaseStaging(takeStaging());
@@ -733,10 +734,6 @@ export class Comm {
     }
     // Derived datatypes: unpack now, or when the request completes.
     const st = takeStaging();
-    if (record) {
-      replays!.recorded(result, st === null);
-      result = undefined;
-    }
     if (mode === Mode.BLOCKING) {
       if (st) {
         for (const f of st.after) f();
@@ -751,6 +748,32 @@ export class Comm {
       if (st) setNextHooks(st);
     }
     return result;
+  }
+
+  // The second of two identical blocking calls: made a persistent request
+  // and run from it. False when it staged a derived type (then it runs as
+  // usual, and is never kept).
+  #keep(replays: Replays, name: CollectiveName, args: unknown[]): boolean {
+    beginStaging(false);
+    let id: unknown;
+    running++;
+    try {
+      id = this._collective(name, Mode.PERSISTENT, args);
+    } catch (err) {
+      takeStaging();
+      throw retitle(err, name);
+    } finally {
+      running--;
+    }
+    const staged = takeStaging() !== null;
+    if (typeof id !== 'number') return false;
+    if (staged) {
+      replays.kept(-1);
+      native.freeTemplate(id);
+      return false;
+    }
+    replays.kept(id);
+    return native.runTemplate(id);
   }
 
   /**

@@ -101,9 +101,8 @@ export interface NativeAddon {
   /** A new round of a persistent request: its request id. */
   start(template: number): number;
   freeTemplate(template: number): void;
-  /** Runs a call recorded with Mode.RECORD again (blocking); false when the record is gone. */
-  replay(id: number, mode: number): boolean;
-  replayFree(id: number): void;
+  /** Runs a persistent request's template as a blocking call; false when the template is gone. */
+  runTemplate(id: number): boolean;
   /** Wakes lane threads holding requests not yet started. */
   kick(): void;
 

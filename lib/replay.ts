@@ -1,14 +1,15 @@
 /**
- * Replays of repeated blocking collectives.
+ * Repeated blocking collectives as implicit persistent requests.
  *
  * An iterative program calls the same collective on the same buffers again
  * and again, and at small sizes checking and converting the arguments costs
  * more than moving the data (bench/CORE.md). When a communicator sees a
  * blocking call whose arguments are exactly those of one of its recent calls
- * of that collective, it has the addon keep the call in its bound form
- * (Mode.RECORD), and when those arguments come again it runs that
- * (native.replay). The signature exchange, and so the mismatch checks, run
- * on every replay as on any call.
+ * of that collective, it makes the call a persistent request (the engine's
+ * template, as `allreduceInit` would) and from then on runs that template
+ * as a blocking call whenever those arguments come again
+ * (native.runTemplate). The signature exchange, and so the mismatch checks,
+ * run every time as on any call.
  *
  * "Exactly" means:
  * - the same buffer objects, whose true byte lengths are the recorded ones:
@@ -20,16 +21,15 @@
  *   (a freed derived type's handle may be reused) and predefined ops (a user
  *   op's callback runs JavaScript); a call that staged a derived type is
  *   never kept;
- * - buffers up to 1 MiB, since a record keeps its views alive (at most
- *   PER_CALL records per collective); above that a replay saves nothing
- *   measurable anyway.
+ * - buffers up to 1 MiB, since a template keeps its views alive (at most
+ *   PER_CALL per collective); above that a repeat saves nothing measurable
+ *   anyway.
  */
 import { IN_PLACE } from './constants.js';
 import { Datatype } from './datatype.js';
 import { trueBuffer, trueBytes } from './message.js';
 import { native } from './native.js';
 import { Op } from './op.js';
-import { Mode } from './request.js';
 
 const MAX_BUFFER = 1 << 20;
 // Argument lists kept per collective: a program often alternates a few
@@ -41,10 +41,10 @@ const MISSES = 8;
 const MIN_PAUSE = 16;
 const MAX_PAUSE = 1024;
 
-/** find(): these arguments have come a second time; run the call with Mode.RECORD. */
+/** find(): these arguments have come a second time; make the call a template (kept()). */
 export const RECORD = -2;
-// An entry whose call turned out not to be replayable (it staged a
-// derived type): matched, so as not to ask for a record again, never run.
+// An entry whose call turned out not to be repeatable (it staged a
+// derived type): matched, so as not to make a template again, never run.
 const NEVER = -3;
 
 interface Entry {
@@ -52,7 +52,7 @@ interface Entry {
   args: unknown[];
   views: ArrayBufferView[];
   bytes: number[];
-  // The addon's record; -1 until the same call has come twice.
+  // The engine's template; -1 until the same call has come twice.
   id: number;
 }
 
@@ -72,12 +72,12 @@ export class Replays {
   // The entry the last find() matched or added (null: not replayable), for
   // recorded() right after.
   #last: Entry | null = null;
-  /** Calls run by replay, for the tests. */
+  /** Calls run from a template, for the tests. */
   hits = 0;
 
   /**
-   * For a blocking call of `name`: the record to replay (>= 0), RECORD to
-   * run it with Mode.RECORD, or -1 to run it as usual.
+   * For a blocking call of `name`: the template to run (>= 0), RECORD to
+   * make one of this call (then kept()), or -1 to run it as usual.
    */
   find(name: string, args: unknown[]): number {
     let calls = this.#byName.get(name);
@@ -125,29 +125,28 @@ export class Replays {
     return -1;
   }
 
-  /** Runs record `id`; false when the addon no longer has it. */
-  replay(id: number): boolean {
-    if (!native.replay(id, Mode.BLOCKING)) return false;
+  /** Runs template `id` as a blocking call; false when the engine no longer has it. */
+  run(id: number): boolean {
+    if (!native.runTemplate(id)) return false;
     this.hits++;
     return true;
   }
 
   /**
-   * After the Mode.RECORD call find() asked for: what the binding returned,
-   * and whether the call may be replayed (it staged nothing).
+   * After the RECORD find() asked for: the template made of the call, or -1
+   * when it could not be kept (it staged a derived type).
    */
-  recorded(result: unknown, replayable: boolean): void {
+  kept(id: number): void {
     const e = this.#last;
-    const id = typeof result === 'number' ? result : -1;
-    if (e === null || !replayable || id < 0) {
-      if (id >= 0) native.replayFree(id);
+    if (e === null || id < 0) {
+      if (id >= 0) native.freeTemplate(id);
       if (e !== null) e.id = NEVER;
       return;
     }
     e.id = id;
   }
 
-  /** Drops every record (the communicator is being freed). */
+  /** Frees every template (the communicator is being freed). */
   clear(): void {
     for (const calls of this.#byName.values()) calls.entries.forEach(free);
     this.#byName.clear();
@@ -156,7 +155,7 @@ export class Replays {
 }
 
 function free(e: Entry): void {
-  if (e.id >= 0) native.replayFree(e.id);
+  if (e.id >= 0) native.freeTemplate(e.id);
 }
 
 // A value whose meaning never changes, compared by value or identity.

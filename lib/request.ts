@@ -13,8 +13,6 @@ export const enum Mode {
   BLOCKING = 0,
   NONBLOCKING = 1,
   PERSISTENT = 2,
-  /** Blocking, and the addon keeps the call for replay and returns its id (lib/replay.ts). */
-  RECORD = 3,
 }
 
 // Requests in flight by native id. Holding them here keeps their buffers

@@ -67,10 +67,7 @@ void CommFree(const Napi::CallbackInfo& info) {
   if (h < 2 || h >= st.contexts.size() || !st.contexts[h]) {
     throw_mpi(env, ErrorClass::COMM, "free: the communicator is not valid (freed already, or predefined)");
   }
-  retire_lane(env, h);
-  for (auto it = st.replays.calls.begin(); it != st.replays.calls.end();) {
-    it = it->second.comm == h ? st.replays.calls.erase(it) : std::next(it);
-  }
+  retire_lane(env, h);  // its templates too
   coll::Context& c = *st.contexts[h];
   if (c.segment() && c.size() > 1) c.segment()->release_context(c.id());
   st.contexts[h].reset();

@@ -152,7 +152,6 @@ Napi::Value queue(const Napi::CallbackInfo& info, Job job) {
       return Napi::Number::New(env, double(id));
     }
     case Mode::BLOCKING:
-    case Mode::RECORD:
       break;
   }
   // Blocking, behind the communicator's queued operations (dispatch() found
@@ -160,15 +159,7 @@ Napi::Value queue(const Napi::CallbackInfo& info, Job job) {
   progress::Completion done = State::of(env).progress->engine.run_blocking(job.comm, job.body);
   Napi::Value err = outcome(env, done, job.user.get());
   if (!err.IsNull()) throw Napi::Error(env, err);
-  if (mode == Mode::RECORD && !job.user) return record(env, job.comm, std::move(job.body));
   return env.Undefined();
-}
-
-Napi::Value record(Napi::Env env, uint32_t comm, std::function<void()> body) {
-  Replays& r = State::of(env).replays;
-  uint64_t id = r.next_id++;
-  r.calls.emplace(id, Replay{comm, std::move(body)});
-  return Napi::Number::New(env, double(id));
 }
 
 void retire_lane(Napi::Env env, uint32_t comm) {
@@ -275,31 +266,27 @@ void FreeTemplate(const Napi::CallbackInfo& info) {
   progress_of(info.Env()).engine.free_template(id_arg(info, 0));
 }
 
-// replay(id, mode): runs a recorded blocking call again (lib/replay.ts has
-// checked that its arguments are the recorded ones); false when there is
-// no such record (its communicator was freed, or MPI finalized).
-Napi::Value ReplayCall(const Napi::CallbackInfo& info) {
+// runTemplate(templateId) -> true once a persistent request's template has
+// run as a blocking call (lib/replay.ts: a repeated blocking call is an
+// implicit persistent request); false when the template is gone (its
+// communicator was freed). Templates run this way never hold a user op, so
+// no JavaScript runs inside.
+Napi::Value RunTemplate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Replays& r = State::of(env).replays;
-  auto it = r.calls.find(id_arg(info, 0));
-  if (it == r.calls.end()) return Napi::Boolean::New(env, false);
-  // In place, nothing can drop the record while it runs (no user op, no
-  // JavaScript); a call that must wait its turn runs a copy.
-  dispatch(info, it->second.comm, nullptr, it->second.body);
+  Progress* p = State::of(env).progress;
+  if (!p) return Napi::Boolean::New(env, false);
+  progress::Completion c = p->engine.run_template(id_arg(info, 0));
+  if (c.id == 0) return Napi::Boolean::New(env, false);
+  Napi::Value err = outcome(env, c, nullptr);
+  if (!err.IsNull()) throw Napi::Error(env, err);
   return Napi::Boolean::New(env, true);
-}
-
-// replayFree(id)
-void ReplayFree(const Napi::CallbackInfo& info) {
-  State::of(info.Env()).replays.calls.erase(id_arg(info, 0));
 }
 
 }  // namespace
 
 void register_progress(Napi::Env env, Napi::Object exports) {
   exports.Set("setProgressCallback", Napi::Function::New(env, SetProgressCallback, "setProgressCallback"));
-  exports.Set("replay", Napi::Function::New(env, ReplayCall, "replay"));
-  exports.Set("replayFree", Napi::Function::New(env, ReplayFree, "replayFree"));
+  exports.Set("runTemplate", Napi::Function::New(env, RunTemplate, "runTemplate"));
   exports.Set("drain", Napi::Function::New(env, Drain, "drain"));
   exports.Set("test", Napi::Function::New(env, Test, "test"));
   exports.Set("wait", Napi::Function::New(env, Wait, "wait"));

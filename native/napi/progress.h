@@ -28,19 +28,14 @@ struct Job {
 };
 
 // How a binding was called: the last argument of every collective binding.
-// RECORD is BLOCKING that also keeps the call for replay (State::replays)
-// and returns its id.
-enum class Mode : int { BLOCKING = 0, NONBLOCKING = 1, PERSISTENT = 2, RECORD = 3 };
+enum class Mode : int { BLOCKING = 0, NONBLOCKING = 1, PERSISTENT = 2 };
 
 // Queues the job (nonblocking: returns a request id), stores it
 // (persistent: returns a template id for start()), or, blocking, runs it
 // behind the operations queued on its communicator and returns undefined
-// (RECORD: the id record() gives it) or throws MPIError. dispatch() below
-// is the entry point.
+// or throws MPIError. dispatch() below is the entry point.
 Napi::Value queue(const Napi::CallbackInfo& info, Job job);
 Mode mode_arg(const Napi::CallbackInfo& info);
-// Keeps a blocking call that has just run for replay(); returns its id.
-Napi::Value record(Napi::Env env, uint32_t comm, std::function<void()> body);
 
 // True when a blocking collective on `comm` may run on this thread now
 // (nothing of it queued); `hold` then keeps its lane until released.
@@ -55,7 +50,7 @@ bool may_run_now(Napi::Env env, uint32_t comm, std::unique_lock<std::mutex>& hol
 template <class Body>
 Napi::Value dispatch(const Napi::CallbackInfo& info, uint32_t comm, std::shared_ptr<UserOp> user, Body&& body) {
   const Mode mode = mode_arg(info);
-  if (mode == Mode::BLOCKING || mode == Mode::RECORD) {
+  if (mode == Mode::BLOCKING) {
     std::unique_lock<std::mutex> hold;
     if (may_run_now(info.Env(), comm, hold)) {
       try {
@@ -63,8 +58,6 @@ Napi::Value dispatch(const Napi::CallbackInfo& info, uint32_t comm, std::shared_
       } catch (const CoreError& e) {
         throw_core(info.Env(), e, user.get());
       }
-      // A user op's body calls into JavaScript: never kept.
-      if (mode == Mode::RECORD && !user) return record(info.Env(), comm, std::forward<Body>(body));
       return info.Env().Undefined();
     }
   }

@@ -76,7 +76,6 @@ void release_job(Napi::Env env) {
     settle_progress(env, kUnwindMs);
   }
   destroy_progress(env);
-  st.replays.calls.clear();
   st.finalized = true;
   if (st.keep_segment) {
     // A progress thread still runs a collective over these even now (say,

@@ -3,9 +3,7 @@
 #pragma once
 #include <napi.h>
 
-#include <functional>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "core/coll/context.h"
@@ -57,19 +55,6 @@ struct ArgLists {
   size_t width = 0;
 };
 
-// Blocking calls lib/ keeps to run again while their arguments stay the
-// same (lib/replay.ts), by id: the collective's body with its arguments
-// bound. Never with a user-defined op. Dropped with their communicator and
-// at finalize.
-struct Replay {
-  uint32_t comm;
-  std::function<void()> body;
-};
-struct Replays {
-  std::unordered_map<uint64_t, Replay> calls;
-  uint64_t next_id = 1;
-};
-
 struct State {
   std::unique_ptr<transport::Segment> segment;  // null for a singleton
   uint32_t world_rank = 0;
@@ -87,7 +72,6 @@ struct State {
   UserScratch user_scratch;
   LastLocal last_local;
   ArgLists arg_lists;
-  Replays replays;
 
   static State& of(Napi::Env env) { return *env.GetInstanceData<State>(); }
 };

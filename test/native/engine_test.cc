@@ -12,7 +12,8 @@
 //      the kept object handed back at delivery;
 //   4. errors: CoreError keeps its class and message, other exceptions
 //      become INTERN, the communicator stays usable, blocking calls too;
-//   5. persistent templates started twice, and refused once freed;
+//   5. persistent templates started twice, and refused once freed; run as
+//      blocking calls (run_template); dropped with their lane;
 //   6. run_on_main from a lane thread, served by the main thread inside
 //      wait(), and by service_mail() after the wake-up callback;
 //   7. may_run_now: refused behind queued operations, then allowed;
@@ -215,6 +216,29 @@ void test_templates() {
   CHECK_EQ(engine.start(t), uint64_t(0));
   CHECK_EQ(kept.use_count(), 1L);
   CHECK_EQ(runs.load(), 2);
+
+  // run_template: a template run as a blocking call (lib/'s repeated
+  // blocking calls), in place on an idle lane and behind queued work
+  // otherwise, errors reported; retiring the lane drops its templates.
+  std::vector<int> order;
+  uint64_t rt = engine.add_template(4, [&] { order.push_back(2); }, false);
+  Completion direct = engine.run_template(rt);
+  CHECK(direct.done && direct.id == rt && direct.error == ErrorClass::SUCCESS);
+  CHECK(order == std::vector<int>{2});
+  uint64_t queued = engine.submit(4, [&] { order.push_back(1); }, false);
+  Completion behind = engine.run_template(rt);
+  CHECK(behind.done && behind.error == ErrorClass::SUCCESS);
+  CHECK((order == std::vector<int>{2, 1, 2}));
+  CHECK(engine.test(queued).done);
+  uint64_t bad = engine.add_template(4, [] { throw CoreError(ErrorClass::NOT_SAME, "ranks differ"); }, false);
+  Completion failed = engine.run_template(bad);
+  CHECK(failed.done && failed.error == ErrorClass::NOT_SAME && failed.message == "ranks differ");
+  engine.retire_lane(4);
+  CHECK_EQ(engine.run_template(rt).id, uint64_t(0));
+  CHECK_EQ(engine.start(bad), uint64_t(0));
+  uint64_t never_ran = engine.add_template(9, [] {}, false);
+  engine.retire_lane(9);  // a communicator that never queued anything
+  CHECK_EQ(engine.start(never_ran), uint64_t(0));
 }
 
 // ---- 6. run_on_main -------------------------------------------------------

@@ -74,6 +74,22 @@ uint64_t Engine::start(uint64_t template_id) {
   return enqueue(t.comm, make_op(t.body), t.wake, t.keep);
 }
 
+Completion Engine::run_template(uint64_t template_id) {
+  auto it = templates_.find(template_id);
+  if (it == templates_.end()) return {};
+  const Template& t = it->second;
+  std::unique_lock<std::mutex> hold;
+  if (!may_run_now(t.comm, hold)) return run_blocking(t.comm, t.body);
+  Completion c = result(template_id, true);
+  try {
+    t.body();
+  } catch (const CoreError& e) {
+    c.error = e.error_class();
+    c.message = e.what();
+  }
+  return c;
+}
+
 void Engine::free_template(uint64_t template_id) { templates_.erase(template_id); }
 
 void Engine::kick(uint32_t except) {
@@ -225,6 +241,9 @@ void Engine::drain(std::vector<Completion>& out) {
 }
 
 void Engine::retire_lane(uint32_t comm) {
+  for (auto it = templates_.begin(); it != templates_.end();) {
+    it = it->second.comm == comm ? templates_.erase(it) : std::next(it);
+  }
   if (comm >= lanes_.size() || !lanes_[comm]) return;
   Lane& lane = *lanes_[comm];
   // A no-op behind everything, waited for, running the lane here if its

@@ -65,6 +65,12 @@ class Engine {
   // Queues a new round of a template; returns its request id, or 0 when the
   // template was freed.
   uint64_t start(uint64_t template_id);
+  // Runs a template once as a blocking collective: in place when
+  // may_run_now() allows, else behind the operations queued on its
+  // communicator. lib/ repeats an unchanged blocking call this way (an
+  // implicit persistent request). Returns a Completion with id 0 when the
+  // template was freed (or its communicator retired).
+  Completion run_template(uint64_t template_id);
   void free_template(uint64_t template_id);
 
   // True when a blocking collective on `comm` may run on the calling thread
@@ -102,7 +108,8 @@ class Engine {
   void service_mail();
 
   // Waits until every operation queued on `comm` has completed, then ends
-  // its lane (the communicator is being freed).
+  // its lane and drops its templates (the communicator is being freed: a
+  // template's body refers to its context).
   void retire_lane(uint32_t comm);
   // Wakes every lane and waits up to `timeout_ms` for all of them to have
   // nothing queued or running; true when the engine is idle.
