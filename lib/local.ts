@@ -3,16 +3,16 @@
  * proposed three-buffer MPI_Reduce_locals.
  */
 import { IN_PLACE } from './constants.js';
-import { Datatype } from './datatype.js';
 import { fail } from './errors.js';
-import { bareType, bytesOf, resolve, stageReduce, takeStaging, trueBytes, type Msg, type Resolved } from './message.js';
+import { bytesOf, stageReduce, takeStaging } from './coll/staging.js';
+import { bareType, resolve, trueBytes, type Msg, type Resolved } from './message.js';
 import { native } from './native.js';
 import { viewBytes } from './hold.js';
 import { checkOp, Op, opAllows, userOpSpec, userView } from './op.js';
 
 /** MPI_Reduce_local: `inoutbuf = inbuf op inoutbuf`, elementwise. */
 export function reduceLocal(inbuf: Msg, inoutbuf: Msg, op: Op): void {
-  if (quick(inbuf, inoutbuf, op)) return;
+  if (fast(inbuf, inoutbuf, inoutbuf, op, 0)) return;
   const io = resolve('reduceLocal', 'inoutbuf', inoutbuf);
   const a = resolve('reduceLocal', 'inbuf', inbuf);
   matches('reduceLocal', 'inbuf', a, io);
@@ -20,96 +20,66 @@ export function reduceLocal(inbuf: Msg, inoutbuf: Msg, op: Op): void {
   combine(a, io, io, op, 'reduceLocal');
 }
 
-// The common calls, whole TypedArrays of one kind and a predefined op, with
-// the checks of the general path done inline: at 4 KiB the fixed cost of a
-// call is several times the kernel's. False sends the call down the general
-// path (which also reports every error but an overlap, which the addon
-// reports: asking a view for its buffer and offset costs more than the
-// kernel at 4 KiB).
-function quick(inbuf: unknown, inoutbuf: unknown, op: unknown): boolean {
-  if (!(op instanceof Op) || op.freed) return false;
-  if (inoutbuf === lastOut && inbuf === lastA && lastB === lastOut && again(op.id)) return true;
-  if (!ArrayBuffer.isView(inoutbuf)) return op.id >= 0 && Array.isArray(inoutbuf) && quickSpec(inbuf, inoutbuf, op.id);
-  const io = inoutbuf as Uint8Array;
-  if (!alike(inbuf, io)) return false;
-  const codes = codesOf(io);
-  if (op.id < 0) return codes.length > 0 && !overlapsAt(inbuf, inbuf.byteLength, io, io.byteLength) && quickUser(inbuf, io, op);
-  const code = codes[op.id];
+// The one fast path: whole TypedArrays of one class and length under a
+// predefined op, the common call, checked inline. At 4 KiB the fixed cost
+// of a call is several times the kernel's (bench/KERNELS.md). False sends
+// the call down the general path, which reports every error but an
+// overlap: the addon checks that (asking a view for its buffer and offset
+// here costs more than the kernel at 4 KiB).
+function fast(a: unknown, b: unknown, out: unknown, op: unknown, flags: number): boolean {
+  if (!(op instanceof Op) || op.id < 0 || op.freed || !ArrayBuffer.isView(out)) return false;
+  const io = out as Uint8Array;
+  if (!alike(a, io) || !alike(b, io)) return false;
+  const code = codesOf(io)[op.id];
   if (code === undefined || code < 0) return false;
-  kernel(inbuf, io, io, io.length, code, codes);
+  kernel(a, b, io, io.length, code | flags);
   return true;
 }
 
-// [view, count, datatype] on both sides with one predefined datatype, the
-// form of the types no TypedArray implies (complex, long double, the
-// MINLOC/MAXLOC pairs), under a predefined op: the general path's checks
-// inline, else false and that path reports what is wrong.
-function quickSpec(inbuf: unknown, io: unknown[], id: number): boolean {
-  if (io.length !== 3 || !Array.isArray(inbuf) || inbuf.length !== 3) return false;
-  const v = io[0], count = io[1], t = io[2], a = inbuf[0];
-  if (inbuf[2] !== t || inbuf[1] !== count || typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0) {
-    return false;
+// out = a op b over `count` items, a predefined op's kernel `code`, on the
+// caller's memory (checked by the caller).
+function kernel(a: Uint8Array, b: Uint8Array, out: Uint8Array, count: number, code: number): void {
+  if (a === lastA && b === lastB && out === lastOut && fresh()) {
+    slots[0] = count;
+    slots[1] = code;
+    native.reduceLast();
+    return;
   }
-  if (t !== specType && !learn(t)) return false;
-  const code = specCodes[id];
-  if (code === undefined || code < 0) return false;
-  const bytes = count * specExtent;
-  if (v === lastOut && a === lastA && lastB === lastOut) {
-    // The recorded views: their recorded byte lengths, once fresh() has
-    // confirmed them, are the true ones.
-    if (!fresh() || bytes > bytesOut || bytes > bytesA) return false;
-    last(count, code);
-    return true;
+  if (b === out) native.reduceLocal(a, out, count, code);
+  else native.reduceLocal(a, b, out, count, code);
+  lastGen = slots[2]!;
+  if (lastGen < 0) {
+    lastA = lastB = lastOut = null;
+    return;
   }
-  if (!typedView(v) || !typedView(a) || v.byteLength < bytes || a.byteLength < bytes) return false;
-  kernel(a, v, v, count, code, NO_CODES);
-  return true;
+  lastA = a, lastB = b, lastOut = out;
+  bytesA = slots[3]!, bytesB = slots[4]!, bytesOut = slots[5]!;
 }
 
-// The predefined datatype of the last quickSpec() call, its codes and
-// extent (a predefined type never changes).
-let specType: unknown = null, specCodes: Int32Array = new Int32Array(0), specExtent = 0;
+// The last call's arrays. The addon keeps their addresses, and the same
+// arrays again skip unwrapping them, which is most of a 4 KiB call
+// (bench/KERNELS.md, "The last call's arrays"). The record is trusted only
+// for the very same objects, while the generation is the one this module
+// saw recorded (any other reduceLocal call, from any copy of this module,
+// makes a new one), and while their true byte lengths (the intrinsic
+// getter, which no own property shadows) are the recorded ones: a detached
+// or shrunk buffer reads shorter, and a buffer never moves once unwrapped
+// (resizable ones grow in place). The addon checks the count against the
+// recorded lengths again, and records only views of buffers up to 1 MiB,
+// so holding them here never keeps much memory alive.
+const slots = new Float64Array(native.localSlots());  // count, code | generation, bytes of a, b, out
+let lastA: unknown = null, lastB: unknown = null, lastOut: Uint8Array | null = null;
+let lastGen = -1, bytesA = 0, bytesB = 0, bytesOut = 0;
 
-function learn(t: unknown): boolean {
-  if (!(t instanceof Datatype) || !t.predefined) return false;
-  specType = t;
-  specCodes = kernelCodes.get(t) ?? codesFor(t, t);
-  specExtent = t.extent;
-  return true;
-}
-
-function typedView(v: unknown): v is Uint8Array {
-  return ArrayBuffer.isView(v) && typed(v);
-}
-
-// A user op on two whole TypedArrays of a predefined type: the function
-// gets the caller's own arrays (a copy of the input when it is the output).
-function quickUser(a: Uint8Array, io: Uint8Array, op: Op): boolean {
-  if (io.length === 0) return true;
-  const inv = a.buffer === io.buffer && a.byteOffset === io.byteOffset ? a.slice() : a;
-  op.fn!(inv, io, io.length, bareType(io)!);
-  return true;
-}
-
-// The same for the three-buffer form; IN_PLACE stands for inoutbuf.
-function quick3(inbuf: unknown, argbuf: unknown, inoutbuf: unknown, op: unknown): boolean {
-  if (argbuf === IN_PLACE) return quick(inbuf === IN_PLACE ? inoutbuf : inbuf, inoutbuf, op);
-  if (!(op instanceof Op) || op.freed) return false;
-  const a = inbuf === IN_PLACE ? inoutbuf : inbuf;
-  if (inoutbuf === lastOut && a === lastA && argbuf === lastB && again(op.id, LOCALS)) return true;
-  if (!ArrayBuffer.isView(inoutbuf)) return false;
-  const io = inoutbuf as Uint8Array;
-  if (!alike(a, io) || !alike(argbuf, io)) return false;
-  const codes = codesOf(io), code = codes[op.id];
-  if (code === undefined || code < 0) return false;
-  kernel(a, argbuf, io, io.length, code | LOCALS, codes);
-  return true;
+function fresh(): boolean {
+  return slots[2] === lastGen && trueBytes(lastOut!) === bytesOut && trueBytes(lastA as Uint8Array) === bytesA &&
+    (lastB === lastOut || trueBytes(lastB as Uint8Array) === bytesB);
 }
 
 // Set in a kernel code by reduceLocals, for the addon's error messages.
 const LOCALS = 1 << 16;
 
-// An operand the fast paths take: a TypedArray of io's class and length.
+// An operand the fast path takes: a TypedArray of io's class and length.
 function alike(m: unknown, io: Uint8Array): m is Uint8Array {
   return m === io || ArrayBuffer.isView(m) && m.constructor === io.constructor && (m as Uint8Array).length === io.length;
 }
@@ -122,79 +92,24 @@ function overlapsAt(m: ArrayBufferView, mBytes: number, io: ArrayBufferView, ioB
   return a0 !== b0 && a0 < b0 + ioBytes && b0 < a0 + mBytes;
 }
 
-// The addon keeps the addresses of the last fast call's arrays, and the
-// same arrays again skip unwrapping them (two thirds of a 4 KiB call). The
-// record is trusted only for the very same objects, while the generation is
-// the one this module saw recorded, and while their true byte lengths (the
-// intrinsic getter, which no own property shadows) are the recorded ones: a
-// detached or shrunk buffer reads shorter, and a buffer never moves once
-// unwrapped (resizable ones grow in place). The addon records only views of
-// buffers up to 1 MiB, so holding them here never keeps much memory alive.
-const slots = new Float64Array(native.localSlots());  // count, code | generation, bytes of a, b, out
-// Until a call is recorded the arrays are null, and no codes make sure that
-// null arguments (an error for the general path to report) never match.
-const NO_CODES: Int32Array = new Int32Array(0);
-let lastA: unknown = null, lastB: unknown = null, lastOut: Uint8Array | null = null;
-let lastCodes: Int32Array = NO_CODES, lastGen = -1, bytesA = 0, bytesB = 0, bytesOut = 0;
-
-// The recorded arrays again under op `id` (the caller compared them).
-function again(id: number, flags = 0): boolean {
-  const code = lastCodes[id];
-  if (code === undefined || code < 0 || !fresh()) return false;
-  last(lastOut!.length, code | flags);
-  return true;
-}
-
-// The recorded arrays (the caller compared the objects) are as recorded.
-function fresh(): boolean {
-  return slots[2] === lastGen && trueBytes(lastOut!) === bytesOut && trueBytes(lastA as Uint8Array) === bytesA &&
-    (lastB === lastOut || trueBytes(lastB as Uint8Array) === bytesB);
-}
-
-function last(count: number, code: number): void {
-  slots[0] = count;
-  slots[1] = code;
-  native.reduceLast();
-}
-
-// out = a op b over `count` items of TypedArrays, a predefined op's kernel
-// `code`. `codes`, those of out's class, let quick()'s next call on the same
-// arrays skip its checks; only quick() itself, whose checks they stand for,
-// passes them (others pass NO_CODES).
-
-function kernel(a: Uint8Array, b: Uint8Array, out: Uint8Array, count: number, code: number, codes: Int32Array): void {
-  if (a === lastA && b === lastB && out === lastOut && fresh()) return last(count, code);
-  if (b === out) native.reduceLocal(a, out, count, code);
-  else native.reduceLocal(a, b, out, count, code);
-  lastGen = slots[2]!;
-  if (lastGen < 0) {
-    lastA = lastB = lastOut = null;
-    lastCodes = NO_CODES;
-    return;
-  }
-  lastA = a, lastB = b, lastOut = out, lastCodes = codes;
-  bytesA = slots[3]!, bytesB = slots[4]!, bytesOut = slots[5]!;
-}
-
 function typed(v: ArrayBufferView): v is Uint8Array {
   return !(v instanceof DataView);
 }
 
-// Per TypedArray class (the datatype the array implies) and per predefined
-// Datatype: the kernel code (basic type | op id << 8) of each predefined op
-// on that type, -1 where the op is not defined on it. Empty for classes that
-// imply no predefined type.
+// Per TypedArray class (the datatype the array implies): the kernel code
+// (basic type | op id << 8) of each predefined op on that type, -1 where
+// the op is not defined on it. Empty for classes that imply no predefined
+// type.
 const kernelCodes = new Map<unknown, Int32Array>();
 
 function codesOf(view: ArrayBufferView): Int32Array {
-  return kernelCodes.get(view.constructor) ??
-    codesFor(view.constructor, view instanceof DataView ? undefined : bareType(view));
-}
-
-function codesFor(key: unknown, t: Datatype | undefined): Int32Array {
-  const codes = new Int32Array(t ? Op.predefined.length : 0).fill(-1);
-  if (t) for (const op of Op.predefined) codes[op.id] = opAllows(op, t) ? t.basic | op.id << 8 : -1;
-  kernelCodes.set(key, codes);
+  let codes = kernelCodes.get(view.constructor);
+  if (codes === undefined) {
+    const t = view instanceof DataView ? undefined : bareType(view);
+    codes = new Int32Array(t ? Op.predefined.length : 0).fill(-1);
+    if (t) for (const op of Op.predefined) codes[op.id] = opAllows(op, t) ? t.basic | op.id << 8 : -1;
+    kernelCodes.set(view.constructor, codes);
+  }
   return codes;
 }
 
@@ -204,7 +119,7 @@ function codesFor(key: unknown, t: Datatype | undefined): Int32Array {
  * `inoutbuf`; `inbuf` and `argbuf` may be the same buffer.
  */
 export function reduceLocals(inbuf: Msg | typeof IN_PLACE, argbuf: Msg | typeof IN_PLACE, inoutbuf: Msg, op: Op): void {
-  if (quick3(inbuf, argbuf, inoutbuf, op)) return;
+  if (fast(inbuf === IN_PLACE ? inoutbuf : inbuf, argbuf === IN_PLACE ? inoutbuf : argbuf, inoutbuf, op, LOCALS)) return;
   const io = resolve('reduceLocals', 'inoutbuf', inoutbuf);
   const a = inbuf === IN_PLACE ? io : resolve('reduceLocals', 'inbuf', inbuf);
   const b = argbuf === IN_PLACE ? io : resolve('reduceLocals', 'argbuf', argbuf);
@@ -222,9 +137,7 @@ export function reduceLocals(inbuf: Msg | typeof IN_PLACE, argbuf: Msg | typeof 
 function combine(a: Resolved, b: Resolved, io: Resolved, op: Op, call: 'reduceLocal' | 'reduceLocals'): void {
   const t = io.type, user = op.id < 0;
   if (t.predefined && !user && typed(a.view) && typed(b.view) && typed(io.view)) {
-    // No codes for quick(): these arrays passed checks of their own (an
-    // explicit count or datatype), not alike()'s.
-    kernel(a.view, b.view, io.view, io.count, t.basic | op.id << 8 | (call === 'reduceLocals' ? LOCALS : 0), NO_CODES);
+    kernel(a.view, b.view, io.view, io.count, t.basic | op.id << 8 | (call === 'reduceLocals' ? LOCALS : 0));
     return;
   }
   apart(call, 'inbuf', a, io);
