@@ -2,24 +2,22 @@
  * Communicators (MPI_Comm) and their blocking collectives. Every argument is
  * checked here, before the native call sends anything.
  */
-import { argList, offHeap } from './args.js';
+import * as C from './coll/collectives.js';
+import type { Collective, SendSpec } from './coll/collectives.js';
+import type { Members, Started } from './coll/backend.js';
+import { active as backend } from './coll/active.js';
 import { COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, UNDEFINED, UNEQUAL } from './constants.js';
-import { nameArg, type Datatype } from './datatype.js';
+import { nameArg } from './datatype.js';
 import { describe, fail, retitle } from './errors.js';
-import {
-  beginStaging, fuseMove, releaseStaging, resolve, resolveBlocks, resolveV, resolveW, stageMove, stageMoveV, stageReduce,
-  takeStaging, withCount,
-  type Msg, type Resolved, type VMsg, type WMsg,
-} from './message.js';
+import { beginStaging, releaseStaging, takeStaging } from './coll/staging.js';
+import type { Msg, VMsg, WMsg } from './message.js';
 import { native } from './native.js';
-import { checkOp, Op, userOpSpec } from './op.js';
+import { Op } from './op.js';
 import { Mode, PersistentRequest, Request, setNextCall, setNextHooks } from './request.js';
 import { RECORD, Replays } from './replay.js';
 import { hasUserOp, hold } from './hold.js';
 import { ensureInit, worldRank } from './runtime.js';
 import { compareRanks, Group } from './group.js';
-
-type SendSpec = Msg | typeof IN_PLACE;
 
 /** An intercommunicator (lib/intercomm.ts). */
 export interface Intercomm extends Comm {
@@ -33,12 +31,6 @@ let makeIntercomm: MakeIntercomm | undefined;
 export function registerIntercomm(make: MakeIntercomm): void {
   makeIntercomm = make;
 }
-
-/** @internal The collectives, by method name. */
-export type CollectiveName =
-  | 'barrier' | 'bcast' | 'gather' | 'scatter' | 'allgather' | 'alltoall' | 'reduce' | 'allreduce'
-  | 'gatherv' | 'scatterv' | 'allgatherv' | 'alltoallv' | 'alltoallw' | 'reduceScatter'
-  | 'reduceScatterBlock' | 'scan' | 'exscan';
 
 // Handles of the predefined communicators.
 const WORLD = 0;
@@ -62,6 +54,7 @@ export class Comm {
   #group: Group | null;
   #freed = false;
   #replays: Replays | null = null;
+  #members: Members | null = null;
 
   /**
    * @internal `handle` is the addon's context number; `group` lists the
@@ -76,12 +69,20 @@ export class Comm {
 
   /** @internal The addon handle, initialising MPI on first use. */
   get handle(): number {
-    if (this.#size < 0) {
-      if (this.#freed) fail('ERR_COMM', this.#name || 'comm', 'the communicator has been freed');
-      ensureInit();
-      [this.#rank, this.#size] = native.commInfo(this.#handle);
-    }
+    if (this.#size < 0) this.#learn();
     return this.#handle;
+  }
+
+  /** @internal The communicator as a backend sees it, initialising MPI on first use. */
+  _members(): Members {
+    return this.#members ?? this.#learn();
+  }
+
+  #learn(): Members {
+    if (this.#freed) fail('ERR_COMM', this.#name || 'comm', 'the communicator has been freed');
+    ensureInit();
+    [this.#rank, this.#size] = native.commInfo(this.#handle);
+    return (this.#members = { handle: this.#handle, rank: this.#rank, size: this.#size });
   }
 
   /**
@@ -191,6 +192,7 @@ export class Comm {
     native.commFree(h);
     this.#freed = true;
     this.#size = -1;
+    this.#members = null;
   }
 
   /** MPI_Comm_compare: IDENT (same object), CONGRUENT (same ranks in order), SIMILAR (same members), UNEQUAL. */
@@ -236,239 +238,34 @@ export class Comm {
     return new Comm(handle, '', new Group(worldRanks));
   }
 
-  #barrier(mode: Mode): unknown {
-    return native.barrier(this.handle, mode);
-  }
-
-  #bcast(mode: Mode, buf: Msg, root = 0): unknown {
-    const h = this.handle;
-    this.#checkRoot('bcast', root);
-    // A derived type is packed by the root and unpacked by the others
-    // chunk by chunk, straight to and from the shared-memory slots.
-    const m = fuseMove(resolve('bcast', 'buffer', buf));
-    return native.bcast(h, m.view, m.bytes, root, m.type, m.count, mode);
-  }
-
-  #gather(mode: Mode, send: SendSpec, recv: Msg | null, root = 0): unknown {
-    const h = this.handle;
-    this.#checkRoot('gather', root);
-    if (this.#rank === root) {
-      const r = stageMove(resolveBlocks('gather', 'receive buffer', recv, this.#size), send === IN_PLACE ? 'both' : 'recv', this.#size);
-      const s = send === IN_PLACE ? null : stageMove(resolve('gather', 'send buffer', send), 'send');
-      if (s) sameBytes('gather', s.bytes, r.bytes);
-      return native.gather(h, s && s.view, r.view, r.bytes, root, mode);
-    } else {
-      const s = stageMove(resolve('gather', 'send buffer', notInPlace('gather', 'send buffer', send, 'the root')), 'send');
-      return native.gather(h, s.view, null, s.bytes, root, mode);
-    }
-  }
-
-  #scatter(mode: Mode, send: Msg | null, recv: SendSpec, root = 0): unknown {
-    const h = this.handle;
-    this.#checkRoot('scatter', root);
-    if (this.#rank === root) {
-      const s = stageMove(resolveBlocks('scatter', 'send buffer', send, this.#size), 'send', this.#size);
-      const r = recv === IN_PLACE ? null : stageMove(resolve('scatter', 'receive buffer', recv), 'recv');
-      if (r) sameBytes('scatter', s.bytes, r.bytes);
-      return native.scatter(h, s.view, r && r.view, s.bytes, root, mode);
-    } else {
-      const r = stageMove(resolve('scatter', 'receive buffer', notInPlace('scatter', 'receive buffer', recv, 'the root')), 'recv');
-      return native.scatter(h, null, r.view, r.bytes, root, mode);
-    }
-  }
-
-  #allgather(mode: Mode, send: SendSpec, recv: Msg): unknown {
-    const h = this.handle;
-    const r = fuseMove(resolveBlocks('allgather', 'receive buffer', recv, this.#size), this.#size);
-    const s = send === IN_PLACE ? null : fuseMove(resolve('allgather', 'send buffer', send));
-    if (s) sameBytes('allgather', s.bytes, r.bytes);
-    return native.allgather(h, s && s.view, r.view, r.bytes, s ? s.type : 0, s ? s.count : 0, r.type, r.count, mode);
-  }
-
-  #alltoall(mode: Mode, send: SendSpec, recv: Msg): unknown {
-    const h = this.handle;
-    const r = stageMove(resolveBlocks('alltoall', 'receive buffer', recv, this.#size), send === IN_PLACE ? 'both' : 'recv', this.#size);
-    const s = send === IN_PLACE ? null : stageMove(resolveBlocks('alltoall', 'send buffer', send, this.#size), 'send', this.#size);
-    if (s) sameBytes('alltoall', s.bytes, r.bytes);
-    return native.alltoall(h, s && s.view, r.view, r.bytes, mode);
-  }
-
-  #reduce(mode: Mode, send: SendSpec, recv: Msg | null, op: Op = Op.SUM, root = 0): unknown {
-    const h = this.handle;
-    this.#checkRoot('reduce', root);
-    if (this.#rank === root) {
-      const r = resolve('reduce', 'receive buffer', recv);
-      const s = send === IN_PLACE ? null : resolve('reduce', 'send buffer', send);
-      if (s) sameItems('reduce', s, r);
-      checkOp(op, r.type, 'reduce');
-      const user = op.id < 0;
-      const rr = stageReduce(r, s ? 'recv' : 'both', user), ss = s && stageReduce(s, 'send', user);
-      return native.reduce(h, ss && ss.view, rr.view, rr.count, rr.basic, op.id, root, userOpSpec(op, r.type), mode);
-    } else {
-      const s = resolve('reduce', 'send buffer', notInPlace('reduce', 'send buffer', send, 'the root'));
-      checkOp(op, s.type, 'reduce');
-      const ss = stageReduce(s, 'send', op.id < 0);
-      return native.reduce(h, ss.view, null, ss.count, ss.basic, op.id, root, userOpSpec(op, s.type), mode);
-    }
-  }
-
-  #allreduce(mode: Mode, send: SendSpec, recv: Msg, op: Op = Op.SUM): unknown {
-    const h = this.handle;
-    const r = resolve('allreduce', 'receive buffer', recv);
-    const s = send === IN_PLACE ? null : resolve('allreduce', 'send buffer', send);
-    if (s) sameItems('allreduce', s, r);
-    checkOp(op, r.type, 'allreduce');
-    const user = op.id < 0;
-    const rr = stageReduce(r, s ? 'recv' : 'both', user), ss = s && stageReduce(s, 'send', user);
-    return native.allreduce(h, ss && ss.view, rr.view, rr.count, rr.basic, op.id, userOpSpec(op, r.type), mode);
-  }
-
-  #gatherv(mode: Mode, send: SendSpec, recv: VMsg | null, root = 0): unknown {
-    const h = this.handle;
-    this.#checkRoot('gatherv', root);
-    if (this.#rank === root) {
-      const r = stageMoveV(resolveV('gatherv', 'receive spec', recv, this.#size, 0), send === IN_PLACE ? 'both' : 'recv');
-      const s = send === IN_PLACE ? null : stageMove(resolve('gatherv', 'send buffer', send), 'send');
-      if (s) sameBytes('gatherv', s.bytes, r.bytes[root]!);
-      return native.gatherv(h, s && s.view, s ? s.bytes : 0, r.view, offHeap(0, r.bytes), offHeap(1, r.displs), root, mode);
-    } else {
-      const s = stageMove(resolve('gatherv', 'send buffer', notInPlace('gatherv', 'send buffer', send, 'the root')), 'send');
-      return native.gatherv(h, s.view, s.bytes, null, null, null, root, mode);
-    }
-  }
-
-  #scatterv(mode: Mode, send: VMsg | null, recv: SendSpec, root = 0): unknown {
-    const h = this.handle;
-    this.#checkRoot('scatterv', root);
-    if (this.#rank === root) {
-      const sv = stageMoveV(resolveV('scatterv', 'send spec', send, this.#size, 0), 'send');
-      const r = recv === IN_PLACE ? null : stageMove(resolve('scatterv', 'receive buffer', recv), 'recv');
-      if (r) sameBytes('scatterv', sv.bytes[root]!, r.bytes);
-      return native.scatterv(h, sv.view, offHeap(0, sv.bytes), offHeap(1, sv.displs), r && r.view, r ? r.bytes : 0, root, mode);
-    } else {
-      const r = stageMove(resolve('scatterv', 'receive buffer', notInPlace('scatterv', 'receive buffer', recv, 'the root')), 'recv');
-      return native.scatterv(h, null, null, null, r.view, r.bytes, root, mode);
-    }
-  }
-
-  #allgatherv(mode: Mode, send: SendSpec, recv: VMsg): unknown {
-    const h = this.handle;
-    const r = stageMoveV(resolveV('allgatherv', 'receive spec', recv, this.#size, 0), send === IN_PLACE ? 'both' : 'recv');
-    const s = send === IN_PLACE ? null : stageMove(resolve('allgatherv', 'send buffer', send), 'send');
-    if (s) sameBytes('allgatherv', s.bytes, r.bytes[this.#rank]!);
-    return native.allgatherv(h, s && s.view, s ? s.bytes : 0, r.view, offHeap(0, r.bytes), offHeap(1, r.displs), mode);
-  }
-
-  #alltoallv(mode: Mode, send: VMsg | typeof IN_PLACE, recv: VMsg): unknown {
-    const h = this.handle;
-    const r = stageMoveV(resolveV('alltoallv', 'receive spec', recv, this.#size, 2), send === IN_PLACE ? 'both' : 'recv');
-    const s = send === IN_PLACE ? null : stageMoveV(resolveV('alltoallv', 'send spec', send, this.#size, 0), 'send');
-    return native.alltoallv(h, s && s.view, offHeap(0, s && s.bytes), offHeap(1, s && s.displs), r.view, offHeap(2, r.bytes), offHeap(3, r.displs), mode);
-  }
-
-  #alltoallw(mode: Mode, send: WMsg | typeof IN_PLACE, recv: WMsg): unknown {
-    const h = this.handle;
-    const r = stageMoveV(resolveW('alltoallw', 'receive spec', recv, this.#size, 2), send === IN_PLACE ? 'both' : 'recv');
-    const s = send === IN_PLACE ? null : stageMoveV(resolveW('alltoallw', 'send spec', send, this.#size, 0), 'send');
-    return native.alltoallv(h, s && s.view, offHeap(0, s && s.bytes), offHeap(1, s && s.displs), r.view, offHeap(2, r.bytes), offHeap(3, r.displs), mode);
-  }
-
-  #reduceScatter(mode: Mode, send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): unknown {
-    const h = this.handle;
-    const counts = countList('reduceScatter', recvcounts, this.#size);
-    let total = 0;
-    for (let k = 0; k < counts.length; k++) total += counts[k]!;
-    const r = resolve('reduceScatter', 'receive buffer', recv);
-    const need = send === IN_PLACE ? total : counts[this.#rank]!;
-    if (r.count < need) {
-      fail('ERR_BUFFER', 'reduceScatter', `receive buffer holds ${r.count} × ${r.type.name}, ${need} needed`);
-    }
-    const s = send === IN_PLACE ? null : resolve('reduceScatter', 'send buffer', send);
-    if (s) {
-      if (!sameType(s.type, r.type)) fail('ERR_TYPE', 'reduceScatter', `send datatype ${s.type.name} differs from receive datatype ${r.type.name}`);
-      if (s.count !== total) fail('ERR_COUNT', 'reduceScatter', `send buffer holds ${s.count} items but recvcounts add up to ${total}`);
-    }
-    checkOp(op, r.type, 'reduceScatter');
-    const user = op.id < 0;
-    // Only the items this rank receives (all of them in place) are staged,
-    // so receive items past them stay as they were.
-    const rr = stageReduce(withCount(r, need), s ? 'recv' : 'both', user);
-    const ss = s && stageReduce(s, 'send', user);
-    const per = kernelItems(r.type, user);
-    const items = argList(0, counts.length);
-    for (let k = 0; k < counts.length; k++) items[k] = counts[k]! * per;
-    return native.reduceScatter(h, ss && ss.view, rr.view, offHeap(0, items), rr.basic, op.id, userOpSpec(op, r.type), mode);
-  }
-
-  #reduceScatterBlock(mode: Mode, send: SendSpec, recv: Msg, op: Op = Op.SUM): unknown {
-    const h = this.handle;
-    let count: number, r: Resolved, s: Resolved | null = null;
-    if (send === IN_PLACE) {
-      r = resolveBlocks('reduceScatterBlock', 'receive buffer', recv, this.#size);
-      count = r.count;
-    } else {
-      s = resolveBlocks('reduceScatterBlock', 'send buffer', send, this.#size);
-      r = resolve('reduceScatterBlock', 'receive buffer', recv);
-      count = s.count;
-      sameItems('reduceScatterBlock', s, r);
-    }
-    checkOp(op, r.type, 'reduceScatterBlock');
-    const user = op.id < 0;
-    const total = send === IN_PLACE ? count * this.#size : count;
-    const rr = stageReduce(withCount(r, total), s ? 'recv' : 'both', user);
-    const ss = s && stageReduce(withCount(s, count * this.#size), 'send', user);
-    const counts = argList(0, this.#size).fill(count * kernelItems(r.type, user), 0, this.#size);
-    return native.reduceScatter(h, ss && ss.view, rr.view, offHeap(0, counts), rr.basic, op.id, userOpSpec(op, r.type), mode);
-  }
-
-  #scan(mode: Mode, send: SendSpec, recv: Msg, op: Op = Op.SUM): unknown {
-    return this.#scanImpl(mode, 'scan', send, recv, op, false);
-  }
-
-  #exscan(mode: Mode, send: SendSpec, recv: Msg, op: Op = Op.SUM): unknown {
-    return this.#scanImpl(mode, 'exscan', send, recv, op, true);
-  }
-
-  #scanImpl(mode: Mode, call: string, send: SendSpec, recv: Msg, op: Op, exclusive: boolean): unknown {
-    const h = this.handle;
-    const r = resolve(call, 'receive buffer', recv);
-    const s = send === IN_PLACE ? null : resolve(call, 'send buffer', send);
-    if (s) sameItems(call, s, r);
-    checkOp(op, r.type, call);
-    const user = op.id < 0;
-    // exscan leaves rank 0's buffer as it was: stage it both ways.
-    const rr = stageReduce(r, s && !exclusive ? 'recv' : 'both', user), ss = s && stageReduce(s, 'send', user);
-    return native.scan(h, ss && ss.view, rr.view, rr.count, rr.basic, op.id, exclusive, userOpSpec(op, r.type), mode);
-  }
-
   // Nonblocking (i-prefixed) and persistent (Init-suffixed) forms take the
   // same arguments and return a Request / PersistentRequest; the buffers
   // must not be touched until it completes.
 
   /** MPI_Barrier: returns once every rank has entered. */
   barrier(): void {
-    this._run('barrier', Mode.BLOCKING);
+    this._run(C.barrier, Mode.BLOCKING, []);
   }
   /** Nonblocking barrier (MPI_Ibarrier): returns at once; await or wait() the Request. */
   ibarrier(): Request {
-    return new Request(this._run('barrier', Mode.NONBLOCKING) as number, []);
+    return this._request(C.barrier, []);
   }
   /** Persistent barrier: start() runs it, as often as needed. */
   barrierInit(): PersistentRequest {
-    return new PersistentRequest(this._run('barrier', Mode.PERSISTENT) as number, []);
+    return this._persistent(C.barrier, []);
   }
 
   /** MPI_Bcast: `buf` at `root` is copied into `buf` at every other rank. */
   bcast(buf: Msg, root = 0): void {
-    this._run('bcast', Mode.BLOCKING, buf, root);
+    this._run(C.bcast, Mode.BLOCKING, [buf, root]);
   }
   /** Nonblocking bcast (MPI_Ibcast): returns at once; await or wait() the Request. */
   ibcast(buf: Msg, root = 0): Request {
-    return new Request(this._run('bcast', Mode.NONBLOCKING, buf, root) as number, [buf, root]);
+    return this._request(C.bcast, [buf, root]);
   }
   /** Persistent bcast: start() runs it, as often as needed. */
   bcastInit(buf: Msg, root = 0): PersistentRequest {
-    return new PersistentRequest(this._run('bcast', Mode.PERSISTENT, buf, root) as number, [buf, root]);
+    return this._persistent(C.bcast, [buf, root]);
   }
 
   /**
@@ -476,15 +273,15 @@ export class Comm {
    * root. `recv` matters only at the root; IN_PLACE is for the root's send.
    */
   gather(send: SendSpec, recv: Msg | null, root = 0): void {
-    this._run('gather', Mode.BLOCKING, send, recv, root);
+    this._run(C.gather, Mode.BLOCKING, [send, recv, root]);
   }
   /** Nonblocking gather (MPI_Igather): returns at once; await or wait() the Request. */
   igather(send: SendSpec, recv: Msg | null, root = 0): Request {
-    return new Request(this._run('gather', Mode.NONBLOCKING, send, recv, root) as number, [send, recv, root]);
+    return this._request(C.gather, [send, recv, root]);
   }
   /** Persistent gather: start() runs it, as often as needed. */
   gatherInit(send: SendSpec, recv: Msg | null, root = 0): PersistentRequest {
-    return new PersistentRequest(this._run('gather', Mode.PERSISTENT, send, recv, root) as number, [send, recv, root]);
+    return this._persistent(C.gather, [send, recv, root]);
   }
 
   /**
@@ -492,41 +289,41 @@ export class Comm {
    * `send` matters only at the root; IN_PLACE is for the root's recv.
    */
   scatter(send: Msg | null, recv: SendSpec, root = 0): void {
-    this._run('scatter', Mode.BLOCKING, send, recv, root);
+    this._run(C.scatter, Mode.BLOCKING, [send, recv, root]);
   }
   /** Nonblocking scatter (MPI_Iscatter): returns at once; await or wait() the Request. */
   iscatter(send: Msg | null, recv: SendSpec, root = 0): Request {
-    return new Request(this._run('scatter', Mode.NONBLOCKING, send, recv, root) as number, [send, recv, root]);
+    return this._request(C.scatter, [send, recv, root]);
   }
   /** Persistent scatter: start() runs it, as often as needed. */
   scatterInit(send: Msg | null, recv: SendSpec, root = 0): PersistentRequest {
-    return new PersistentRequest(this._run('scatter', Mode.PERSISTENT, send, recv, root) as number, [send, recv, root]);
+    return this._persistent(C.scatter, [send, recv, root]);
   }
 
   /** MPI_Allgather: every rank gets every rank's `send`, in rank order. */
   allgather(send: SendSpec, recv: Msg): void {
-    this._run('allgather', Mode.BLOCKING, send, recv);
+    this._run(C.allgather, Mode.BLOCKING, [send, recv]);
   }
   /** Nonblocking allgather (MPI_Iallgather): returns at once; await or wait() the Request. */
   iallgather(send: SendSpec, recv: Msg): Request {
-    return new Request(this._run('allgather', Mode.NONBLOCKING, send, recv) as number, [send, recv]);
+    return this._request(C.allgather, [send, recv]);
   }
   /** Persistent allgather: start() runs it, as often as needed. */
   allgatherInit(send: SendSpec, recv: Msg): PersistentRequest {
-    return new PersistentRequest(this._run('allgather', Mode.PERSISTENT, send, recv) as number, [send, recv]);
+    return this._persistent(C.allgather, [send, recv]);
   }
 
   /** MPI_Alltoall: block j of rank i's `send` becomes block i of rank j's `recv`. */
   alltoall(send: SendSpec, recv: Msg): void {
-    this._run('alltoall', Mode.BLOCKING, send, recv);
+    this._run(C.alltoall, Mode.BLOCKING, [send, recv]);
   }
   /** Nonblocking alltoall (MPI_Ialltoall): returns at once; await or wait() the Request. */
   ialltoall(send: SendSpec, recv: Msg): Request {
-    return new Request(this._run('alltoall', Mode.NONBLOCKING, send, recv) as number, [send, recv]);
+    return this._request(C.alltoall, [send, recv]);
   }
   /** Persistent alltoall: start() runs it, as often as needed. */
   alltoallInit(send: SendSpec, recv: Msg): PersistentRequest {
-    return new PersistentRequest(this._run('alltoall', Mode.PERSISTENT, send, recv) as number, [send, recv]);
+    return this._persistent(C.alltoall, [send, recv]);
   }
 
   /**
@@ -534,28 +331,28 @@ export class Comm {
    * root. `recv` matters only at the root; IN_PLACE is for the root's send.
    */
   reduce(send: SendSpec, recv: Msg | null, op: Op = Op.SUM, root = 0): void {
-    this._run('reduce', Mode.BLOCKING, send, recv, op, root);
+    this._run(C.reduce, Mode.BLOCKING, [send, recv, op, root]);
   }
   /** Nonblocking reduce (MPI_Ireduce): returns at once; await or wait() the Request. */
   ireduce(send: SendSpec, recv: Msg | null, op: Op = Op.SUM, root = 0): Request {
-    return new Request(this._run('reduce', Mode.NONBLOCKING, send, recv, op, root) as number, [send, recv, op, root]);
+    return this._request(C.reduce, [send, recv, op, root]);
   }
   /** Persistent reduce: start() runs it, as often as needed. */
   reduceInit(send: SendSpec, recv: Msg | null, op: Op = Op.SUM, root = 0): PersistentRequest {
-    return new PersistentRequest(this._run('reduce', Mode.PERSISTENT, send, recv, op, root) as number, [send, recv, op, root]);
+    return this._persistent(C.reduce, [send, recv, op, root]);
   }
 
   /** MPI_Allreduce: every rank gets all ranks' `send` combined with `op`. */
   allreduce(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
-    this._run('allreduce', Mode.BLOCKING, send, recv, op);
+    this._run(C.allreduce, Mode.BLOCKING, [send, recv, op]);
   }
   /** Nonblocking allreduce (MPI_Iallreduce): returns at once; await or wait() the Request. */
   iallreduce(send: SendSpec, recv: Msg, op: Op = Op.SUM): Request {
-    return new Request(this._run('allreduce', Mode.NONBLOCKING, send, recv, op) as number, [send, recv, op]);
+    return this._request(C.allreduce, [send, recv, op]);
   }
   /** Persistent allreduce: start() runs it, as often as needed. */
   allreduceInit(send: SendSpec, recv: Msg, op: Op = Op.SUM): PersistentRequest {
-    return new PersistentRequest(this._run('allreduce', Mode.PERSISTENT, send, recv, op) as number, [send, recv, op]);
+    return this._persistent(C.allreduce, [send, recv, op]);
   }
 
   /**
@@ -563,15 +360,15 @@ export class Comm {
    * order when omitted) of `recv` at the root. `recv` matters only at the root.
    */
   gatherv(send: SendSpec, recv: VMsg | null, root = 0): void {
-    this._run('gatherv', Mode.BLOCKING, send, recv, root);
+    this._run(C.gatherv, Mode.BLOCKING, [send, recv, root]);
   }
   /** Nonblocking gatherv (MPI_Igatherv): returns at once; await or wait() the Request. */
   igatherv(send: SendSpec, recv: VMsg | null, root = 0): Request {
-    return new Request(this._run('gatherv', Mode.NONBLOCKING, send, recv, root) as number, [send, recv, root]);
+    return this._request(C.gatherv, [send, recv, root]);
   }
   /** Persistent gatherv: start() runs it, as often as needed. */
   gathervInit(send: SendSpec, recv: VMsg | null, root = 0): PersistentRequest {
-    return new PersistentRequest(this._run('gatherv', Mode.PERSISTENT, send, recv, root) as number, [send, recv, root]);
+    return this._persistent(C.gatherv, [send, recv, root]);
   }
 
   /**
@@ -579,41 +376,41 @@ export class Comm {
    * rank r's `recv`. `send` matters only at the root.
    */
   scatterv(send: VMsg | null, recv: SendSpec, root = 0): void {
-    this._run('scatterv', Mode.BLOCKING, send, recv, root);
+    this._run(C.scatterv, Mode.BLOCKING, [send, recv, root]);
   }
   /** Nonblocking scatterv (MPI_Iscatterv): returns at once; await or wait() the Request. */
   iscatterv(send: VMsg | null, recv: SendSpec, root = 0): Request {
-    return new Request(this._run('scatterv', Mode.NONBLOCKING, send, recv, root) as number, [send, recv, root]);
+    return this._request(C.scatterv, [send, recv, root]);
   }
   /** Persistent scatterv: start() runs it, as often as needed. */
   scattervInit(send: VMsg | null, recv: SendSpec, root = 0): PersistentRequest {
-    return new PersistentRequest(this._run('scatterv', Mode.PERSISTENT, send, recv, root) as number, [send, recv, root]);
+    return this._persistent(C.scatterv, [send, recv, root]);
   }
 
   /** MPI_Allgatherv: every rank's `send` lands at `displs[r]` of every rank's `recv`. */
   allgatherv(send: SendSpec, recv: VMsg): void {
-    this._run('allgatherv', Mode.BLOCKING, send, recv);
+    this._run(C.allgatherv, Mode.BLOCKING, [send, recv]);
   }
   /** Nonblocking allgatherv (MPI_Iallgatherv): returns at once; await or wait() the Request. */
   iallgatherv(send: SendSpec, recv: VMsg): Request {
-    return new Request(this._run('allgatherv', Mode.NONBLOCKING, send, recv) as number, [send, recv]);
+    return this._request(C.allgatherv, [send, recv]);
   }
   /** Persistent allgatherv: start() runs it, as often as needed. */
   allgathervInit(send: SendSpec, recv: VMsg): PersistentRequest {
-    return new PersistentRequest(this._run('allgatherv', Mode.PERSISTENT, send, recv) as number, [send, recv]);
+    return this._persistent(C.allgatherv, [send, recv]);
   }
 
   /** MPI_Alltoallv: block j of rank i's `send` becomes block i of rank j's `recv`. */
   alltoallv(send: VMsg | typeof IN_PLACE, recv: VMsg): void {
-    this._run('alltoallv', Mode.BLOCKING, send, recv);
+    this._run(C.alltoallv, Mode.BLOCKING, [send, recv]);
   }
   /** Nonblocking alltoallv (MPI_Ialltoallv): returns at once; await or wait() the Request. */
   ialltoallv(send: VMsg | typeof IN_PLACE, recv: VMsg): Request {
-    return new Request(this._run('alltoallv', Mode.NONBLOCKING, send, recv) as number, [send, recv]);
+    return this._request(C.alltoallv, [send, recv]);
   }
   /** Persistent alltoallv: start() runs it, as often as needed. */
   alltoallvInit(send: VMsg | typeof IN_PLACE, recv: VMsg): PersistentRequest {
-    return new PersistentRequest(this._run('alltoallv', Mode.PERSISTENT, send, recv) as number, [send, recv]);
+    return this._persistent(C.alltoallv, [send, recv]);
   }
 
   /**
@@ -621,15 +418,15 @@ export class Comm {
    * block.
    */
   alltoallw(send: WMsg | typeof IN_PLACE, recv: WMsg): void {
-    this._run('alltoallw', Mode.BLOCKING, send, recv);
+    this._run(C.alltoallw, Mode.BLOCKING, [send, recv]);
   }
   /** Nonblocking alltoallw (MPI_Ialltoallw): returns at once; await or wait() the Request. */
   ialltoallw(send: WMsg | typeof IN_PLACE, recv: WMsg): Request {
-    return new Request(this._run('alltoallw', Mode.NONBLOCKING, send, recv) as number, [send, recv]);
+    return this._request(C.alltoallw, [send, recv]);
   }
   /** Persistent alltoallw: start() runs it, as often as needed. */
   alltoallwInit(send: WMsg | typeof IN_PLACE, recv: WMsg): PersistentRequest {
-    return new PersistentRequest(this._run('alltoallw', Mode.PERSISTENT, send, recv) as number, [send, recv]);
+    return this._persistent(C.alltoallw, [send, recv]);
   }
 
   /**
@@ -638,15 +435,15 @@ export class Comm {
    * items. With IN_PLACE the input is read from `recv`.
    */
   reduceScatter(send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): void {
-    this._run('reduceScatter', Mode.BLOCKING, send, recv, recvcounts, op);
+    this._run(C.reduceScatter, Mode.BLOCKING, [send, recv, recvcounts, op]);
   }
   /** Nonblocking reduceScatter (MPI_Ireducescatter): returns at once; await or wait() the Request. */
   ireduceScatter(send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): Request {
-    return new Request(this._run('reduceScatter', Mode.NONBLOCKING, send, recv, recvcounts, op) as number, [send, recv, recvcounts, op]);
+    return this._request(C.reduceScatter, [send, recv, recvcounts, op]);
   }
   /** Persistent reduceScatter: start() runs it, as often as needed. */
   reduceScatterInit(send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): PersistentRequest {
-    return new PersistentRequest(this._run('reduceScatter', Mode.PERSISTENT, send, recv, recvcounts, op) as number, [send, recv, recvcounts, op]);
+    return this._persistent(C.reduceScatter, [send, recv, recvcounts, op]);
   }
 
   /**
@@ -655,28 +452,28 @@ export class Comm {
    * IN_PLACE, `recv` holds all blocks and receives this rank's at its start.
    */
   reduceScatterBlock(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
-    this._run('reduceScatterBlock', Mode.BLOCKING, send, recv, op);
+    this._run(C.reduceScatterBlock, Mode.BLOCKING, [send, recv, op]);
   }
   /** Nonblocking reduceScatterBlock (MPI_Ireducescatterblock): returns at once; await or wait() the Request. */
   ireduceScatterBlock(send: SendSpec, recv: Msg, op: Op = Op.SUM): Request {
-    return new Request(this._run('reduceScatterBlock', Mode.NONBLOCKING, send, recv, op) as number, [send, recv, op]);
+    return this._request(C.reduceScatterBlock, [send, recv, op]);
   }
   /** Persistent reduceScatterBlock: start() runs it, as often as needed. */
   reduceScatterBlockInit(send: SendSpec, recv: Msg, op: Op = Op.SUM): PersistentRequest {
-    return new PersistentRequest(this._run('reduceScatterBlock', Mode.PERSISTENT, send, recv, op) as number, [send, recv, op]);
+    return this._persistent(C.reduceScatterBlock, [send, recv, op]);
   }
 
   /** MPI_Scan: rank r receives the combination of ranks 0..r's `send`. */
   scan(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
-    this._run('scan', Mode.BLOCKING, send, recv, op);
+    this._run(C.scan, Mode.BLOCKING, [send, recv, op]);
   }
   /** Nonblocking scan (MPI_Iscan): returns at once; await or wait() the Request. */
   iscan(send: SendSpec, recv: Msg, op: Op = Op.SUM): Request {
-    return new Request(this._run('scan', Mode.NONBLOCKING, send, recv, op) as number, [send, recv, op]);
+    return this._request(C.scan, [send, recv, op]);
   }
   /** Persistent scan: start() runs it, as often as needed. */
   scanInit(send: SendSpec, recv: Msg, op: Op = Op.SUM): PersistentRequest {
-    return new PersistentRequest(this._run('scan', Mode.PERSISTENT, send, recv, op) as number, [send, recv, op]);
+    return this._persistent(C.scan, [send, recv, op]);
   }
 
   /**
@@ -684,51 +481,51 @@ export class Comm {
    * rank 0's `recv` is left untouched.
    */
   exscan(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
-    this._run('exscan', Mode.BLOCKING, send, recv, op);
+    this._run(C.exscan, Mode.BLOCKING, [send, recv, op]);
   }
   /** Nonblocking exscan (MPI_Iexscan): returns at once; await or wait() the Request. */
   iexscan(send: SendSpec, recv: Msg, op: Op = Op.SUM): Request {
-    return new Request(this._run('exscan', Mode.NONBLOCKING, send, recv, op) as number, [send, recv, op]);
+    return this._request(C.exscan, [send, recv, op]);
   }
   /** Persistent exscan: start() runs it, as often as needed. */
   exscanInit(send: SendSpec, recv: Msg, op: Op = Op.SUM): PersistentRequest {
-    return new PersistentRequest(this._run('exscan', Mode.PERSISTENT, send, recv, op) as number, [send, recv, op]);
+    return this._persistent(C.exscan, [send, recv, op]);
   }
 
   /**
-   * @internal Runs collective `name` in `mode` with the public method's
+   * @internal Runs collective `d` in `mode` with the public method's
    * arguments, with the packing and unpacking its datatypes need around it.
    */
-  _run(name: CollectiveName, mode: Mode, ...args: unknown[]): unknown {
+  _run<A extends unknown[]>(d: Collective<A>, mode: Mode, args: A): Started {
     // The only way back in while a call runs is a user-defined op's
     // function, and MPI does not let a user function communicate: say so,
     // rather than lose the outer call's staging or deadlock.
     if (running > 0) {
-      fail('ERR_OTHER', name, 'called from inside the user-defined op of another collective; a user function must not communicate');
+      fail('ERR_OTHER', d.name, 'called from inside the user-defined op of another collective; a user function must not communicate');
     }
     // A blocking call with the very arguments of a recent one runs as the
     // persistent request made of it (lib/replay.ts).
     if (mode === Mode.BLOCKING) {
       const replays = this._replays();
       if (replays !== null) {
-        const id = replays.find(name, args);
+        const id = replays.find(d.name, args);
         if (id >= 0 && replays.run(id)) return undefined;
-        if (id === RECORD && this.#keep(replays, name, args)) return undefined;
+        if (id === RECORD && this.#keep(replays, d, args)) return undefined;
       }
     }
     // JavaScript may run while the operation holds the buffers (a request
     // in flight, a user op's function): refuse what could shrink under it,
     // and keep the rest from being taken away (lib/hold.ts).
-    const held = mode !== Mode.BLOCKING || hasUserOp(args) ? hold(publicName(name, mode), name, args) : null;
+    const held = mode !== Mode.BLOCKING || hasUserOp(args) ? hold(publicName(d.name, mode), d.inout === true, args) : null;
     beginStaging(mode === Mode.BLOCKING);
-    let result: unknown;
+    let result: Started;
     running++;
     try {
-      result = this._collective(name, mode, held ? held.args : args);
+      result = this._collective(d, mode, held ? held.args : args);
     } catch (err) {
       // Nothing is in flight after a failed call (blocking or not started).
       releaseStaging(takeStaging());
-      throw retitle(err, publicName(name, mode));
+      throw retitle(err, publicName(d.name, mode));
     } finally {
       running--;
     }
@@ -744,29 +541,39 @@ export class Comm {
       // The request checks (and copies) the caller's buffers before each
       // start, then packs; at completion it unpacks, then checks (and
       // copies back).
-      setNextCall(publicName(name, mode), held);
+      setNextCall(publicName(d.name, mode), held);
       if (st) setNextHooks(st);
     }
     return result;
   }
 
+  /** @internal The nonblocking form of collective `d`. */
+  _request<A extends unknown[]>(d: Collective<A>, args: A): Request {
+    return new Request(started(this._run(d, Mode.NONBLOCKING, args), d.name), args);
+  }
+
+  /** @internal The persistent form of collective `d`. */
+  _persistent<A extends unknown[]>(d: Collective<A>, args: A): PersistentRequest {
+    return new PersistentRequest(started(this._run(d, Mode.PERSISTENT, args), d.name), args);
+  }
+
   // The second of two identical blocking calls: made a persistent request
   // and run from it. False when it staged a derived type (then it runs as
   // usual, and is never kept).
-  #keep(replays: Replays, name: CollectiveName, args: unknown[]): boolean {
+  #keep<A extends unknown[]>(replays: Replays, d: Collective<A>, args: A): boolean {
     beginStaging(false);
-    let id: unknown;
+    let id: Started;
     running++;
     try {
-      id = this._collective(name, Mode.PERSISTENT, args);
+      id = this._collective(d, Mode.PERSISTENT, args);
     } catch (err) {
       takeStaging();
-      throw retitle(err, name);
+      throw retitle(err, d.name);
     } finally {
       running--;
     }
     const staged = takeStaging() !== null;
-    if (typeof id !== 'number') return false;
+    if (id === undefined) return false;
     if (staged) {
       replays.kept(-1);
       native.freeTemplate(id);
@@ -785,37 +592,16 @@ export class Comm {
     return (this.#replays ??= new Replays());
   }
 
-  /** @internal The collective itself; Intercomm overrides it with the intercommunicator forms. */
-  protected _collective(name: CollectiveName, mode: Mode, args: unknown[]): unknown {
-    switch (name) {
-      case 'barrier': return this.#barrier(mode, ...(args as Parameters<Comm['barrier']>));
-      case 'bcast': return this.#bcast(mode, ...(args as Parameters<Comm['bcast']>));
-      case 'gather': return this.#gather(mode, ...(args as Parameters<Comm['gather']>));
-      case 'scatter': return this.#scatter(mode, ...(args as Parameters<Comm['scatter']>));
-      case 'allgather': return this.#allgather(mode, ...(args as Parameters<Comm['allgather']>));
-      case 'alltoall': return this.#alltoall(mode, ...(args as Parameters<Comm['alltoall']>));
-      case 'reduce': return this.#reduce(mode, ...(args as Parameters<Comm['reduce']>));
-      case 'allreduce': return this.#allreduce(mode, ...(args as Parameters<Comm['allreduce']>));
-      case 'gatherv': return this.#gatherv(mode, ...(args as Parameters<Comm['gatherv']>));
-      case 'scatterv': return this.#scatterv(mode, ...(args as Parameters<Comm['scatterv']>));
-      case 'allgatherv': return this.#allgatherv(mode, ...(args as Parameters<Comm['allgatherv']>));
-      case 'alltoallv': return this.#alltoallv(mode, ...(args as Parameters<Comm['alltoallv']>));
-      case 'alltoallw': return this.#alltoallw(mode, ...(args as Parameters<Comm['alltoallw']>));
-      case 'reduceScatter': return this.#reduceScatter(mode, ...(args as Parameters<Comm['reduceScatter']>));
-      case 'reduceScatterBlock': return this.#reduceScatterBlock(mode, ...(args as Parameters<Comm['reduceScatterBlock']>));
-      case 'scan': return this.#scan(mode, ...(args as Parameters<Comm['scan']>));
-      case 'exscan': return this.#exscan(mode, ...(args as Parameters<Comm['exscan']>));
-    }
+  /** @internal The collective on this communicator's backend; Intercomm runs the intercommunicator form. */
+  protected _collective<A extends unknown[]>(d: Collective<A>, mode: Mode, args: A): Started {
+    return d.intra(backend.intra, this._members(), mode, ...args);
   }
+}
 
-  #checkRoot(call: string, root: unknown): void {
-    if (typeof root !== 'number' || !Number.isInteger(root)) {
-      fail('ERR_ROOT', call, `root must be an integer rank from 0 to ${this.#size - 1} (communicator of size ${this.#size}), got ${describe(root)}`);
-    }
-    if (root < 0 || root >= this.#size) {
-      fail('ERR_ROOT', call, `root ${root} is out of range for a communicator of size ${this.#size}`);
-    }
-  }
+// A nonblocking or persistent call's request or template id.
+function started(id: Started, call: string): number {
+  if (id === undefined) fail('ERR_INTERN', call, 'the backend started no request');
+  return id;
 }
 
 // Collective calls of this thread in progress (see Comm._run).
@@ -839,45 +625,3 @@ function publicName(name: string, mode: Mode): string {
 }
 
 
-function countList(call: string, list: unknown, n: number): number[] {
-  if (!Array.isArray(list) || list.length !== n) {
-    fail('ERR_ARG', call, `recvcounts must list one count per rank (${n}), got ${describe(list)}`);
-  }
-  for (let r = 0; r < n; r++) {
-    const v: unknown = list[r];
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
-      fail('ERR_COUNT', call, `recvcounts[${r}] must be a non-negative integer, got ${describe(v)}`);
-    }
-  }
-  return list as number[];
-}
-
-// Kernel items per item: a derived type reduces element by element.
-function kernelItems(t: Datatype, userOp: boolean): number {
-  return t.predefined || userOp ? 1 : t.elements;
-}
-
-function notInPlace<T>(call: string, what: string, spec: T | typeof IN_PLACE, where: string): T {
-  if (spec === IN_PLACE) fail('ERR_ARG', call, `IN_PLACE for the ${what} is only allowed at ${where}`);
-  return spec;
-}
-
-// The send and receive sides of one rank must carry the same number of bytes.
-function sameBytes(call: string, send: number, recv: number): void {
-  if (send > recv) fail('ERR_TRUNCATE', call, `send buffer carries ${send} bytes but a receive block holds only ${recv}`);
-  if (send < recv) fail('ERR_COUNT', call, `send buffer carries ${send} bytes but a receive block expects ${recv}`);
-}
-
-// Reductions need the same datatype and count on both sides.
-function sameItems(call: string, send: Resolved, recv: Resolved): void {
-  if (!sameType(send.type, recv.type)) {
-    fail('ERR_TYPE', call, `send datatype ${send.type.name} differs from receive datatype ${recv.type.name}`);
-  }
-  if (send.count !== recv.count) {
-    fail('ERR_COUNT', call, `send count ${send.count} differs from receive count ${recv.count}`);
-  }
-}
-
-function sameType(a: Datatype, b: Datatype): boolean {
-  return a === b || (a.basic === b.basic && a.category === b.category && a.extent === b.extent);
-}

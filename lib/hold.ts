@@ -38,9 +38,9 @@ import { Op } from './op.js';
 export type HoldMode = 'mark' | 'copy';
 
 /** What hold() made of a call's arguments. */
-export interface Held {
+export interface Held<A extends unknown[] = unknown[]> {
   /** The arguments to run the collective with (private copies in 'copy' mode). */
-  readonly args: unknown[];
+  readonly args: A;
   /** Before each start() of a persistent request: checks (and copies in). */
   before(): void;
   /** At completion, after any unpacking: checks (and copies back). */
@@ -168,12 +168,13 @@ function markedBefore(b: ArrayBufferLike): boolean {
 }
 
 /**
- * Checks the buffers of collective `name` (the method's arguments `args`)
- * and holds them as the mode says. `call` names the public method in
- * messages ('iallreduce', 'allreduceInit', 'allreduce'). Throws ERR_BUFFER
- * for a resizable ArrayBuffer. Null when no buffer needs holding.
+ * Checks the buffers of a collective (the method's arguments `args`: the
+ * send side first, then the receive side; with `inout`, one buffer read and
+ * written, bcast's) and holds them as the mode says. `call` names the public
+ * method in messages ('iallreduce', 'allreduceInit', 'allreduce'). Throws
+ * ERR_BUFFER for a resizable ArrayBuffer. Null when no buffer needs holding.
  */
-export function hold(call: string, name: string, args: unknown[]): Held | null {
+export function hold<A extends unknown[]>(call: string, inout: boolean, args: A): Held<A> | null {
   const marking = holdMode() === 'mark';
   let e0: Entry | null = null, e1: Entry | null = null;
   for (let i = 0; i < 2 && i < args.length; i++) {
@@ -181,7 +182,7 @@ export function hold(call: string, name: string, args: unknown[]): Held | null {
     if (b === null) continue;
     const view = ArrayBuffer.isView(b) ? b : null;
     const buffer = view ? bufferOf(view) : b as ArrayBufferLike;
-    const what = name === 'bcast' ? 'buffer' : i === 0 ? 'send buffer' : 'receive buffer';
+    const what = inout ? 'buffer' : i === 0 ? 'send buffer' : 'receive buffer';
     if (!marking || !markedBefore(buffer)) {
       if (isShared(buffer)) continue;
       if (resizable(buffer)) {
@@ -196,7 +197,7 @@ export function hold(call: string, name: string, args: unknown[]): Held | null {
         }
       }
     }
-    const e = new Entry(i, view, buffer as ArrayBuffer, view ? viewBytes(view) : arrayBytes(buffer), i === 1 || name === 'bcast', what);
+    const e = new Entry(i, view, buffer as ArrayBuffer, view ? viewBytes(view) : arrayBytes(buffer), i === 1 || inout, what);
     if (i === 0) e0 = e;
     else e1 = e;
   }
@@ -206,8 +207,8 @@ export function hold(call: string, name: string, args: unknown[]): Held | null {
 }
 
 // 'mark': the buffers are the caller's; they are only checked.
-class Marked implements Held {
-  constructor(readonly call: string, readonly args: unknown[], readonly e0: Entry | null, readonly e1: Entry | null) {}
+class Marked<A extends unknown[]> implements Held<A> {
+  constructor(readonly call: string, readonly args: A, readonly e0: Entry | null, readonly e1: Entry | null) {}
 
   before(): void {
     for (const e of [this.e0, this.e1]) {
@@ -248,8 +249,9 @@ function userBytes(e: Entry): Uint8Array {
 }
 
 // 'copy': the operation works on private copies.
-function holdCopies(call: string, args: unknown[], entries: Entry[]): Held {
-  const out = args.slice();
+function holdCopies<A extends unknown[]>(call: string, args: A, entries: Entry[]): Held<A> {
+  // The same arguments with copies for buffers, so of the same type.
+  const out = args.slice() as A;
   const copies: Uint8Array[] = [];
   for (let k = 0; k < entries.length; k++) {
     const e = entries[k]!;

@@ -2,28 +2,19 @@
  * Intercommunicators: two disjoint groups whose collectives move data from
  * one group to the other (MPI 4.1 §6.2.2). Both groups share one context in
  * the segment, ordered "low" group first (the group whose leader has the
- * lower world rank); each intercommunicator collective runs as one native
- * v-collective over that merged context, with zero counts for the ranks of
- * the sending side's own group, so it is queued and matched like any other.
+ * lower world rank). Their collectives are the intercommunicator forms of
+ * lib/coll/collectives.ts.
  */
-import { argList } from './args.js';
-import { Comm, noContext, registerIntercomm, type CollectiveName, type Intercomm as IntercommShape } from './comm.js';
-import { CONGRUENT, IDENT, IN_PLACE, PROC_NULL, ROOT, SIMILAR, UNEQUAL } from './constants.js';
-import { BasicType, Datatype } from './datatype.js';
+import type { InterMembers, Started } from './coll/backend.js';
+import type { Collective } from './coll/collectives.js';
+import { active as backend } from './coll/active.js';
+import { Comm, noContext, registerIntercomm, type Intercomm as IntercommShape } from './comm.js';
+import { CONGRUENT, IDENT, IN_PLACE, SIMILAR, UNEQUAL } from './constants.js';
 import { describe, fail, MPIError } from './errors.js';
 import { Group } from './group.js';
-import {
-  resolve, resolveBlocks, resolveV, resolveW, stageMove, stageMoveV, stageReduce, withCount, type Resolved, type ResolvedV, type Side,
-} from './message.js';
 import { native } from './native.js';
-import { checkOp, Op, userOpSpec } from './op.js';
-import { kernelType } from './pack.js';
 import { Mode } from './request.js';
 import { worldRank } from './runtime.js';
-
-const EMPTY = new Uint8Array(0);
-// What a rank's part in an intercommunicator reduction is (exchangeFold's kind).
-const FOLD = { none: 0, reduce: 1, allreduce: 2, reduceScatter: 3 } as const;
 // The context a leader broadcasts when its part of createIntercomm failed.
 const LEADER_FAILED = -2;
 
@@ -33,6 +24,7 @@ export class Intercomm extends Comm implements IntercommShape {
   readonly #remote: Group;
   readonly #low: boolean;
   readonly #lrank: number;
+  #view: InterMembers | null = null;
 
   /** @internal */
   constructor(handle: number, local: Group, remote: Group, low: boolean) {
@@ -138,210 +130,24 @@ export class Intercomm extends Comm implements IntercommShape {
   }
 
   /**
-   * @internal The intercommunicator form of every collective: one native
-   * v-collective over the merged context. Derived datatypes travel as their
-   * packed streams and reduce in kernel layout, as on intracommunicators
-   * (lib/message.ts staging; Comm._run unpacks after completion).
+   * @internal The intercommunicator form of collective `d`
+   * (lib/coll/collectives.ts). No collective takes IN_PLACE here.
    */
-  protected override _collective(name: CollectiveName, mode: Mode, args: unknown[]): unknown {
-    const h = this.handle;
-    if (name === 'scan' || name === 'exscan') fail('ERR_COMM', name, 'scan and exscan are not defined on intercommunicators');
-    if (args.includes(IN_PLACE)) fail('ERR_ARG', name, 'IN_PLACE is not allowed on an intercommunicator');
-    const nr = this.#remote.size;
-    const size = this.#local.size + nr;
-    // Per-merged-rank lists for the addon, in the off-heap argument slots
-    // (lib/args.ts): no native call here takes more than four, and each
-    // reads its lists during the call, so handing the slots out in turn is
-    // safe. Grown, if they must be, before the first is handed out.
-    // A list is passed by its slot number, which spares the addon
-    // unwrapping a view.
-    argList(0, size);
-    let next = 0;
-    // The next slot, zeroed: its number (argList(k, size) is its view).
-    const zeros = (): number => {
-      const k = next++ & 3;
-      argList(k, size).fill(0, 0, size);
-      return k;
-    };
-    // Per merged rank: `bytes` to (or from) remote rank i, at displs[i].
-    const toRemote = (bytes: (i: number) => number, displ: (i: number) => number): [number, number] => {
-      const kb = zeros(), kd = zeros();
-      const b = argList(kb, size), d = argList(kd, size);
-      const base = this.#base(false);
-      for (let i = 0; i < nr; i++) {
-        b[base + i] = bytes(i);
-        d[base + i] = displ(i);
-      }
-      return [kb, kd];
-    };
-    const fromV = (v: ResolvedV) => toRemote((i) => v.bytes[i]!, (i) => v.displs[i]!);
-    // One message, or one block per remote rank, in its wire form.
-    const one = (call: string, what: string, spec: unknown, side: Side) => stageMove(resolve(call, what, spec), side);
-    const blocks = (call: string, what: string, spec: unknown, side: Side) => stageMove(resolveBlocks(call, what, spec, nr), side, nr);
-    switch (name) {
-      case 'barrier':
-        return native.barrier(h, mode);
-      case 'bcast': {
-        const [buf, root] = args as [unknown, number];
-        const r = this.#root('bcast', root);
-        if (r.role === 'root') {
-          const m = one('bcast', 'buffer', buf, 'send');
-          const [b, d] = toRemote(() => m.bytes, () => 0);
-          return native.scatterv(h, m.view, b, d, EMPTY, 0, r.merged, mode);
-        }
-        if (r.role === 'none') return native.scatterv(h, null, null, null, EMPTY, 0, -1, mode);
-        const m = one('bcast', 'buffer', buf, 'recv');
-        return native.scatterv(h, null, null, null, m.view, m.bytes, r.merged, mode);
-      }
-      case 'gather':
-      case 'gatherv': {
-        const [send, recv, root] = args as [unknown, unknown, number];
-        const r = this.#root(name, root);
-        if (r.role === 'root') {
-          if (name === 'gather') {
-            const rv = blocks(name, 'receive buffer', recv, 'recv');
-            const [b, d] = toRemote(() => rv.bytes, (i) => i * rv.bytes);
-            return native.gatherv(h, EMPTY, 0, rv.view, b, d, r.merged, mode);
-          }
-          const rv = stageMoveV(resolveV(name, 'receive spec', recv, nr), 'recv');
-          const [b, d] = fromV(rv);
-          return native.gatherv(h, EMPTY, 0, rv.view, b, d, r.merged, mode);
-        }
-        if (r.role === 'none') return native.gatherv(h, EMPTY, 0, null, null, null, -1, mode);
-        const m = one(name, 'send buffer', send, 'send');
-        return native.gatherv(h, m.view, m.bytes, null, null, null, r.merged, mode);
-      }
-      case 'scatter':
-      case 'scatterv': {
-        const [send, recv, root] = args as [unknown, unknown, number];
-        const r = this.#root(name, root);
-        if (r.role === 'root') {
-          if (name === 'scatter') {
-            const sv = blocks(name, 'send buffer', send, 'send');
-            const [b, d] = toRemote(() => sv.bytes, (i) => i * sv.bytes);
-            return native.scatterv(h, sv.view, b, d, EMPTY, 0, r.merged, mode);
-          }
-          const sv = stageMoveV(resolveV(name, 'send spec', send, nr), 'send');
-          const [b, d] = fromV(sv);
-          return native.scatterv(h, sv.view, b, d, EMPTY, 0, r.merged, mode);
-        }
-        if (r.role === 'none') return native.scatterv(h, null, null, null, EMPTY, 0, -1, mode);
-        const m = one(name, 'receive buffer', recv, 'recv');
-        return native.scatterv(h, null, null, null, m.view, m.bytes, r.merged, mode);
-      }
-      case 'allgather':
-      case 'allgatherv': {
-        const [send, recv] = args;
-        const s = one(name, 'send buffer', send, 'send');
-        const [sb, sd] = toRemote(() => s.bytes, () => 0);
-        if (name === 'allgather') {
-          const rv = blocks(name, 'receive buffer', recv, 'recv');
-          const [rb, rd] = toRemote(() => rv.bytes, (i) => i * rv.bytes);
-          return native.alltoallv(h, s.view, sb, sd, rv.view, rb, rd, mode);
-        }
-        const rv = stageMoveV(resolveV(name, 'receive spec', recv, nr), 'recv');
-        const [rb, rd] = fromV(rv);
-        return native.alltoallv(h, s.view, sb, sd, rv.view, rb, rd, mode);
-      }
-      case 'alltoall': {
-        const [send, recv] = args;
-        const s = blocks(name, 'send buffer', send, 'send'), rv = blocks(name, 'receive buffer', recv, 'recv');
-        const [sb, sd] = toRemote(() => s.bytes, (i) => i * s.bytes);
-        const [rb, rd] = toRemote(() => rv.bytes, (i) => i * rv.bytes);
-        return native.alltoallv(h, s.view, sb, sd, rv.view, rb, rd, mode);
-      }
-      case 'alltoallv':
-      case 'alltoallw': {
-        const [send, recv] = args;
-        const rs = name === 'alltoallv' ? resolveV : resolveW;
-        const s = stageMoveV(rs(name, 'send spec', send, nr), 'send'), rv = stageMoveV(rs(name, 'receive spec', recv, nr), 'recv');
-        const [sb, sd] = fromV(s);
-        const [rb, rd] = fromV(rv);
-        return native.alltoallv(h, s.view, sb, sd, rv.view, rb, rd, mode);
-      }
-      case 'reduce': {
-        const [send, recv, opArg, root] = args as [unknown, unknown, Op | undefined, number | undefined];
-        const op = opArg === undefined ? Op.SUM : opArg;
-        const r = this.#root('reduce', root === undefined ? 0 : root);
-        if (r.role === 'root') {
-          const m = resolve('reduce', 'receive buffer', recv);
-          checkOp(op, m.type, 'reduce');
-          const k = reducible(m, 'recv', op);
-          const [rb] = toRemote(() => k.bytes, () => 0);
-          return native.exchangeFold(h, EMPTY, zeros(), zeros(), k.view, rb, k.count, k.basic, op.id, userOpSpec(op, m.type), FOLD.reduce, mode);
-        }
-        if (r.role === 'none') {
-          // No data here, but a user op's failure verdict is collective: an
-          // idle rank takes part in it too.
-          // The datatype is not significant here, so neither is whether
-          // the op suits it; but it must be a live op, as everywhere.
-          if (!(op instanceof Op)) fail('ERR_OP', 'reduce', `op must be an Op, got ${describe(op)}`);
-          if (op.freed) fail('ERR_OP', 'reduce', `op ${op.name} has been freed`);
-          const user = userOpSpec(op, Datatype.BYTE);
-          return native.exchangeFold(h, EMPTY, zeros(), zeros(), null, zeros(), 0, BasicType.U8, user ? op.id : Op.SUM.id, user, FOLD.none, mode);
-        }
-        const m = resolve('reduce', 'send buffer', send);
-        checkOp(op, m.type, 'reduce');
-        const k = reducible(m, 'send', op);
-        const sb = zeros();
-        argList(sb, size)[r.merged] = k.bytes;
-        return native.exchangeFold(h, k.view, sb, zeros(), null, zeros(), k.count, k.basic, op.id, userOpSpec(op, m.type), FOLD.reduce, mode);
-      }
-      case 'allreduce': {
-        const [send, recv, opArg] = args as [unknown, unknown, Op | undefined];
-        const op = opArg === undefined ? Op.SUM : opArg;
-        const s = resolve('allreduce', 'send buffer', send), m = resolve('allreduce', 'receive buffer', recv);
-        this.#sameItems('allreduce', s, m);
-        checkOp(op, m.type, 'allreduce');
-        const ks = reducible(s, 'send', op), kr = reducible(m, 'recv', op);
-        const [sb, sd] = toRemote(() => ks.bytes, () => 0);
-        const [rb] = toRemote(() => kr.bytes, () => 0);
-        return native.exchangeFold(h, ks.view, sb, sd, kr.view, rb, kr.count, kr.basic, op.id, userOpSpec(op, m.type), FOLD.allreduce, mode);
-      }
-      case 'reduceScatterBlock': {
-        const [send, recv, opArg] = args as [unknown, unknown, Op | undefined];
-        const op = opArg === undefined ? Op.SUM : opArg;
-        const s = resolveBlocks(name, 'send buffer', send, nr), m = resolve(name, 'receive buffer', recv);
-        this.#sameItems(name, s, m);
-        checkOp(op, m.type, name);
-        const ks = reducible(withCount(s, s.count * nr), 'send', op), kr = reducible(m, 'recv', op);
-        const [sb, sd] = toRemote(() => kr.bytes, (i) => i * kr.bytes);
-        const [rb] = toRemote(() => kr.bytes, () => 0);
-        return native.exchangeFold(h, ks.view, sb, sd, kr.view, rb, kr.count, kr.basic, op.id, userOpSpec(op, m.type), FOLD.reduceScatter, mode);
-      }
-      case 'reduceScatter': {
-        const [send, recv, counts, opArg] = args as [unknown, unknown, number[], Op | undefined];
-        const op = opArg === undefined ? Op.SUM : opArg;
-        if (!Array.isArray(counts) || counts.length !== this.#local.size || !counts.every((c) => Number.isSafeInteger(c) && c >= 0)) {
-          fail('ERR_COUNT', name, `recvcounts must list a non-negative count for each of the ${this.#local.size} local ranks, got ${describe(counts)}`);
-        }
-        const m = resolve(name, 'receive buffer', recv);
-        if (m.count < counts[this.#lrank]!) fail('ERR_BUFFER', name, `receive buffer holds ${m.count} items, ${counts[this.#lrank]} needed`);
-        const s = resolve(name, 'send buffer', send);
-        if (s.type.basic !== m.type.basic || s.type.extent !== m.type.extent) {
-          fail('ERR_TYPE', name, `send datatype ${s.type.name} differs from receive datatype ${m.type.name}`);
-        }
-        checkOp(op, m.type, name);
-        // Each side learns how the other distributes its result: one small
-        // exchange of this rank's count, then the reduction itself.
-        const mine = counts[this.#lrank]!;
-        const remoteCounts = new Float64Array(nr);
-        const [cb, cd] = toRemote(() => 8, () => 0);
-        const [crb, crd] = toRemote(() => 8, (i) => 8 * i);
-        native.alltoallv(h, Float64Array.of(mine), cb, cd, remoteCounts, crb, crd, Mode.BLOCKING);
-        const total = remoteCounts.reduce((a, b) => a + b, 0);
-        if (s.count !== total) fail('ERR_COUNT', name, `send buffer holds ${s.count} items but the remote group's recvcounts add up to ${total}`);
-        const ks = reducible(s, 'send', op), kr = reducible(withCount(m, mine), 'recv', op);
-        // Bytes of one datatype item in the form the fold works on.
-        const item = s.count ? ks.bytes / s.count : kr.count ? kr.bytes / mine : 0;
-        let at = 0;
-        const offs = Array.from(remoteCounts, (c) => ((at += c), at - c));
-        const [sb, sd] = toRemote((i) => remoteCounts[i]! * item, (i) => offs[i]! * item);
-        const [rb] = toRemote(() => kr.bytes, () => 0);
-        return native.exchangeFold(h, ks.view, sb, sd, kr.view, rb, kr.count, kr.basic, op.id, userOpSpec(op, m.type), FOLD.reduceScatter, mode);
-      }
+  protected override _collective<A extends unknown[]>(d: Collective<A>, mode: Mode, args: A): Started {
+    if (args.includes(IN_PLACE)) fail('ERR_ARG', d.name, 'IN_PLACE is not allowed on an intercommunicator');
+    return d.inter(backend.inter, this.#interMembers(), mode, ...args);
+  }
+
+  // The members as the backends see them; the same object from call to call.
+  #interMembers(): InterMembers {
+    const m = this._members();
+    if (this.#view === null || this.#view.handle !== m.handle) {
+      this.#view = {
+        handle: m.handle, rank: this.#lrank, size: this.#local.size, remoteSize: this.#remote.size,
+        localBase: this.#base(true), remoteBase: this.#base(false),
+      };
     }
-    fail('ERR_COMM', name, 'not defined on intercommunicators');
+    return this.#view;
   }
 
   // Merged rank of local (or remote) rank 0.
@@ -351,20 +157,6 @@ export class Intercomm extends Comm implements IntercommShape {
 
   #merged(): number[] {
     return this.#low ? [...this.#local.worldRanks, ...this.#remote.worldRanks] : [...this.#remote.worldRanks, ...this.#local.worldRanks];
-  }
-
-  #root(call: string, root: unknown): { role: 'root' | 'none' | 'remote'; merged: number } {
-    if (root === ROOT) return { role: 'root', merged: this.#base(true) + this.#lrank };
-    if (root === PROC_NULL) return { role: 'none', merged: -1 };
-    if (typeof root === 'number' && Number.isInteger(root) && root >= 0 && root < this.#remote.size) {
-      return { role: 'remote', merged: this.#base(false) + root };
-    }
-    fail('ERR_ROOT', call, `root must be mpi.ROOT, mpi.PROC_NULL or a rank of the remote group (size ${this.#remote.size}), got ${describe(root)}`);
-  }
-
-  #sameItems(call: string, s: { type: { basic: number; name: string }; count: number }, r: { type: { basic: number; name: string }; count: number }): void {
-    if (s.type.basic !== r.type.basic) fail('ERR_TYPE', call, `send datatype ${s.type.name} differs from receive datatype ${r.type.name}`);
-    if (s.count !== r.count) fail('ERR_COUNT', call, `send count ${s.count} differs from receive count ${r.count}`);
   }
 
   // Collective over the merged context: the rank that passes members > 0
@@ -443,12 +235,3 @@ registerIntercomm((local, localLeader, peerComm, remoteLeader, tag) => {
   const handle = native.commCreate(ctx, me, Int32Array.from(merged));
   return new Intercomm(handle, localGroup, remoteGroup, low);
 });
-
-// A reduction operand in the form the fold works on, with its byte size:
-// predefined types and user ops as items, derived types as kernel elements.
-function reducible(m: Resolved, side: Side, op: Op): { view: ArrayBufferView; count: number; basic: number; bytes: number } {
-  const user = op.id < 0;
-  const k = stageReduce(m, side, user);
-  const unit = user || m.type.predefined ? m.type.extent : kernelType(m.type)!.extent;
-  return { ...k, bytes: k.count * unit };
-}
