@@ -11,7 +11,7 @@
 // arrays: every call unwraps), for two whole Float64Arrays (the two-buffer
 // form), three (reduceLocals) and the [buf, count, datatype] form, at 8 B
 // and 4 KiB. Medians of --runs runs in one process, alternating the cases
-// round after round; prints a Markdown table for bench/KERNELS.md.
+// round after round; prints a Markdown table for bench/README.md.
 import { log, parseOptions, usageError } from './lib/jobs.mjs';
 
 const usage = `usage: node bench/local_calls.mjs [options]

@@ -57,16 +57,17 @@ function kernel(a: Uint8Array, b: Uint8Array, out: Uint8Array, count: number, co
 }
 
 // The last call's arrays. The addon keeps their addresses, and the same
-// arrays again skip unwrapping them, which is most of a 4 KiB call
-// (bench/KERNELS.md, "The last call's arrays"). The record is trusted only
-// for the very same objects, while the generation is the one this module
-// saw recorded (any other reduceLocal call, from any copy of this module,
-// makes a new one), and while their true byte lengths (the intrinsic
-// getter, which no own property shadows) are the recorded ones: a detached
-// or shrunk buffer reads shorter, and a buffer never moves once unwrapped
-// (resizable ones grow in place). The addon checks the count against the
-// recorded lengths again, and records only views of buffers up to 1 MiB,
-// so holding them here never keeps much memory alive.
+// arrays again skip unwrapping them, which is most of a small call
+// (bench/local_calls.mjs; figures in bench/README.md, "The last call's
+// arrays"). The record is trusted only for the very same objects, while
+// the generation is the one this module saw recorded (any other
+// reduceLocal call, from any copy of this module, makes a new one), and
+// while their true byte lengths (the intrinsic getter, which no own
+// property shadows) are the recorded ones: a detached or shrunk buffer
+// reads shorter, and a buffer never moves once unwrapped (resizable ones
+// grow in place). The addon checks the count against the recorded lengths
+// again, and records only views of buffers up to 1 MiB, so holding them
+// here never keeps much memory alive.
 const slots = new Float64Array(native.localSlots());  // count, code | generation, bytes of a, b, out
 let lastA: unknown = null, lastB: unknown = null, lastOut: Uint8Array | null = null;
 let lastGen = -1, bytesA = 0, bytesB = 0, bytesOut = 0;
