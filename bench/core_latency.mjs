@@ -87,8 +87,8 @@ try {
   L.push("- **core**: nodempi's C++ core with no JavaScript and no N-API (`bench/core_latency.cc`): a process",
     '  creates the segment as the launcher does and forks the ranks. This is the shared-memory protocol alone.');
   L.push('- **nodempi**: the package from JavaScript (`bench/nodempi_job.mjs`), as in the sweeps. The job calls each',
-    '  collective again and again with the same arguments, so from the third call on a call runs from the',
-    "  addon's record of it (`lib/replay.ts`).", '');
+    '  collective again and again with the same arguments, so from the second call on a call runs as the',
+    "  persistent request made of it (`lib/replay.ts`).", '');
   L.push('Timing is the sweeps\' everywhere: each call timed on its own and followed by an untimed barrier',
     '(barrier: back to back), mean per call, max over ranks; the table shows the median over runs.',
     '"JS + binding" is nodempi minus core: what the JavaScript layer (argument checks, message specs) and the',
