@@ -24,16 +24,15 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync
 import os from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import {
-  BENCH, EXT_MAX, NCPU, ROOT, addonInfo, idleWaiter, list, log, onInterrupt, parseOptions, runJob as runBenchJob, tryRun, usageError, which,
+  BENCH, EXT_MAX, NCPU, ROOT, addonInfo, fmtRatio, list, log, onInterrupt, parseOptions, runJob as runBenchJob, tryRun, usageError, which,
 } from './lib/jobs.mjs';
 import { latencySvg } from './lib/plot.mjs';
+import { compactJson, loadSummary, repeatJobs, roundPoint, summarize as summarizeRuns, writeBetweenMarkers } from './lib/repeat.mjs';
 import { ALL_COLLS, COLLS, SIZES, VCOLLS, sweepArgv } from './lib/sweep.mjs';
 
 const NODE = process.execPath;
 const ALL_IMPLS = ['nodempi', 'sab', 'sab-spin', 'ipc', 'ompi', 'ompi-yield'];
 const SAB_SPIN = 20000; // Atomics.load polls before Atomics.wait in sab-spin (how long that lasts: bench/README.md)
-
-const IDLE_WAIT_TOTAL = 120; // seconds a whole run may spend waiting for other work to finish
 // What each implementation can run; a baseline is asked only for these (the
 // plain-JS peers were written for the original eight and are not meant to grow).
 const IMPL_COLLS = { nodempi: ALL_COLLS, sab: COLLS, 'sab-spin': COLLS, ipc: COLLS, ompi: ALL_COLLS, 'ompi-yield': ALL_COLLS };
@@ -171,12 +170,6 @@ async function runJob(impl, np, sweep, ompiExe, expected) {
 }
 
 // ---------------------------------------------------------------- stats & report
-const median = (xs) => {
-  const s = xs.slice().sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
-
 function fmtSize(b) {
   if (b === 0) return '—';
   if (b >= 1048576) return `${b / 1048576} MiB`;
@@ -192,42 +185,10 @@ function fmtUs(x) {
   return x.toFixed(3);
 }
 
-function fmtRatio(a, b) {
-  if (a === undefined || b === undefined || a === null || b === null || !(b > 0)) return '—';
-  const r = a / b;
-  return r >= 100 ? r.toFixed(0) : r >= 10 ? r.toFixed(1) : r.toFixed(2);
-}
-
-/**
- * Per point, the median over the job's clean runs (other processes used < EXT_MAX cores) when it has
- * at least min(R, 3) of them, else over all its runs (then `noisy: true`).
- */
+/** Per point, the median over the job's clean runs (bench/lib/repeat.mjs), in table order. */
 function summarize(config, runs) {
-  const want = Math.min(config.runs, 3);
-  const acc = new Map();
-  for (const job of runs) {
-    for (const p of job.points) {
-      const key = `${job.np}|${job.impl}|${p.coll}|${p.bytes}`;
-      if (!acc.has(key)) acc.set(key, { np: job.np, impl: job.impl, coll: p.coll, bytes: p.bytes, clean: [], all: [] });
-      const m = acc.get(key);
-      m.all.push(p.us);
-      if (!job.noisy) m.clean.push(p.us);
-    }
-  }
-  const medians = [...acc.values()].map(({ clean, all, ...m }) => {
-    const use = clean.length >= want ? clean : all;
-    return {
-      ...m, median_us: median(use), min_us: Math.min(...use), max_us: Math.max(...use), runs_us: use,
-      ...(use === all && clean.length < all.length ? { noisy: true } : {}), clean_runs: clean.length, all_runs_us: all,
-    };
-  });
-  const order = (m) => [config.nps.indexOf(m.np), ALL_IMPLS.indexOf(m.impl), ALL_COLLS.indexOf(m.coll), m.bytes];
-  medians.sort((a, b) => {
-    const x = order(a), y = order(b);
-    for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return x[i] - y[i];
-    return 0;
-  });
-  return medians;
+  return summarizeRuns(runs, Math.min(config.runs, 3), ['np', 'impl'],
+    (m) => [config.nps.indexOf(m.np), ALL_IMPLS.indexOf(m.impl), ALL_COLLS.indexOf(m.coll), m.bytes]);
 }
 
 function lookup(medians) {
@@ -353,13 +314,7 @@ function markdown(result) {
 }
 
 function writeReadme(md) {
-  const path = join(BENCH, 'README.md');
-  const start = '<!-- results:start -->', end = '<!-- results:end -->';
-  let text = existsSync(path) ? readFileSync(path, 'utf8') : `# nodempi benchmarks\n\n## Results\n\n${start}\n${end}\n`;
-  const block = `${start}\n${md}\n${end}`;
-  const i = text.indexOf(start), j = text.indexOf(end);
-  text = i >= 0 && j > i ? text.slice(0, i) + block + text.slice(j + end.length) : `${text.trimEnd()}\n\n## Results\n\n${block}\n`;
-  writeFileSync(path, text);
+  writeBetweenMarkers(join(BENCH, 'README.md'), md, { title: 'nodempi benchmarks' });
 }
 
 // ---------------------------------------------------------------- main
@@ -445,53 +400,13 @@ async function main() {
   log(`bench: ${o.runs} run(s) × np ${o.nps.join(',')} × {${withJobs.join(', ')}}: ${total} jobs, ${expected} points each` +
     `${ompiVersion ? `; ${ompiVersion}` : ''}`);
 
-  const runs = [];
-  const busy = [];
-  let k = 0, extra = 0, waitedTotal = 0;
-  const waitIdle = idleWaiter(o.quick ? 1 : 10, IDLE_WAIT_TOTAL);
-  const runOne = async (run, np, impl, tag) => {
-    const idle = o.idleWait ? await waitIdle() : { busyBefore: null, waitedS: 0 };
-    waitedTotal += idle.waitedS;
-    const res = await runJob(impl, np, sweepOf(impl, np), ompiExe, expectedOf(impl));
-    const ext = res.extCores;
-    const job = { run, np, impl, seconds: +res.seconds.toFixed(2), cpuS: res.cpuS,
-      extCores: ext === null ? null : +ext.toFixed(2), ...idle };
-    if (ext !== null && ext > EXT_MAX) job.noisy = true;
-    job.points = res.points;
-    if (idle.busyBefore !== null) busy.push(idle.busyBefore);
-    runs.push(job);
-    log(`  [${tag}] run ${run} np=${np} ${impl.padEnd(10)} ${res.seconds.toFixed(1).padStart(6)} s` +
-      `${ext !== null ? `  other work: ${ext.toFixed(2)} cores${job.noisy ? ' (noisy)' : ''}` : ''}`);
-    return job;
-  };
+  const groups = o.nps.map((np) => jobsFor(np).map((impl) => ({ fields: { np, impl }, name: `np=${np} ${impl.padEnd(10)}` })));
+  let rep;
   try {
-    // 1. R runs of every job, in an order rotated from run to run
-    for (let run = 1; run <= o.runs; run++) {
-      for (const np of o.nps) {
-        const list = jobsFor(np);
-        const rot = (run - 1) % list.length;
-        for (const impl of [...list.slice(rot), ...list.slice(0, rot)]) await runOne(run, np, impl, `${++k}/${total}`);
-      }
-    }
-    // 2. top-up: a job with fewer than min(R, 3) runs that other processes left
-    //    alone runs again, fewest clean runs first, while the time budget lasts
-    const want = Math.min(o.runs, 3);
-    const clean = (np, impl) => runs.filter((j) => j.np === np && j.impl === impl && !j.noisy);
-    for (;;) {
-      if (o.quick) break;
-      const cands = o.nps.flatMap((np) => jobsFor(np).map((impl) => ({ np, impl, n: clean(np, impl).length })))
-        .filter((c) => c.n < want).sort((a, b) => a.n - b.n);
-      if (!cands.length) break;
-      const elapsed = (performance.now() - t0) / 1000;
-      const est = (c) => Math.max(...runs.filter((j) => j.np === c.np && j.impl === c.impl).map((j) => j.seconds)) + 2;
-      const next = cands.find((c) => elapsed + est(c) <= o.budgetMin * 60);
-      if (!next) {
-        log(`bench: time budget (${o.budgetMin} min) reached; ${cands.length} job(s) keep noisy runs in their median`);
-        break;
-      }
-      extra++;
-      await runOne(runs.filter((j) => j.np === next.np && j.impl === next.impl).length + 1, next.np, next.impl, `extra ${extra}`);
-    }
+    rep = await repeatJobs({
+      groups, runs: o.runs, quick: o.quick, idleWait: o.idleWait, budgetMin: o.budgetMin, t0,
+      start: ({ fields: { np, impl } }) => runJob(impl, np, sweepOf(impl, np), ompiExe, expectedOf(impl)),
+    });
   } catch (e) {
     console.error(`\nbench: FAILED: ${e.message}`);
     if (ompiDir) rmSync(ompiDir, { recursive: true, force: true });
@@ -503,22 +418,10 @@ async function main() {
     date: new Date().toISOString(),
     totalSeconds: (performance.now() - t0) / 1000,
     machine, versions, config,
-    load: (() => {
-      const ext = runs.map((j) => j.extCores).filter((x) => x !== null);
-      return {
-        medianBusyBefore: busy.length ? median(busy) : null,
-        medianExtCores: ext.length ? median(ext) : null,
-        maxExtCores: ext.length ? Math.max(...ext) : null,
-        noisyJobs: runs.filter((j) => j.noisy).length,
-        extraRuns: extra,
-        waitedS: +waitedTotal.toFixed(1),
-        loadavg: os.loadavg(),
-        ...(o.set !== 'default' ? { loadavgStart: loadStart } : {}),
-      };
-    })(),
+    load: loadSummary(rep, o.set !== 'default' ? { loadavgStart: loadStart } : {}),
     method: METHOD,
     medians: null,
-    runs,
+    runs: rep.runs,
   };
   report(result, o.out, o.readme);
 }
@@ -526,23 +429,6 @@ async function main() {
 const METHOD = 'OSU-style: per point, a correctness check, a probe call, a timed warm-up (50 ms; 200 ms for the first ' +
   'size of a collective, 1 s when ranks outnumber cores), then N timed calls (~150 ms) each followed by an untimed barrier (barrier itself: back-to-back ' +
   'loop); per-rank mean, max over ranks; median over fresh-process runs (clean runs only when there are >= min(R, 3)).';
-
-/** Rounds a job point's floats to 5 significant digits (the JSON stays readable and small). */
-function roundPoint(p) {
-  const q = { ...p };
-  for (const k of ['us', 'min_us', 'avg_us']) if (typeof q[k] === 'number') q[k] = Number(q[k].toPrecision(5));
-  return q;
-}
-
-/** JSON with small objects and arrays on one line each. */
-function compactJson(v, indent = '') {
-  const flat = JSON.stringify(v);
-  if (v === null || typeof v !== 'object' || flat.length <= 200) return flat;
-  const inner = `${indent} `;
-  if (Array.isArray(v)) return `[\n${v.map((x) => inner + compactJson(x, inner)).join(',\n')}\n${indent}]`;
-  const entries = Object.entries(v).filter(([, x]) => x !== undefined);
-  return `{\n${entries.map(([k, x]) => `${inner}${JSON.stringify(k)}: ${compactJson(x, inner)}`).join(',\n')}\n${indent}}`;
-}
 
 /** The whole of bench/VCOLL.md: how the --set v numbers were taken, then the tables. */
 function writeVcollMd(result, md) {

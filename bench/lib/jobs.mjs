@@ -256,3 +256,10 @@ export function fmtUs(x) {
   if (Math.abs(x) >= 10) return x.toFixed(2);
   return x.toFixed(3);
 }
+
+/** a / b for a table: '—' when either is missing. */
+export function fmtRatio(a, b) {
+  if (a === undefined || b === undefined || a === null || b === null || !(b > 0)) return '—';
+  const r = a / b;
+  return r >= 100 ? r.toFixed(0) : r >= 10 ? r.toFixed(1) : r.toFixed(2);
+}
