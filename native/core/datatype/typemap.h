@@ -64,6 +64,7 @@ class Typemap {
   int64_t true_ub() const { return true_ub_; }
   bool empty() const { return root_ < 0; }
   const Node& root() const { return nodes_[size_t(root_)]; }
+  int32_t root_index() const { return root_; }
   const Node& node(int32_t i) const { return nodes_[size_t(i)]; }
   const Entry& entry(size_t i) const { return entries_[i]; }
   size_t node_count() const { return nodes_.size(); }

@@ -1,0 +1,849 @@
+// The system MPI backend (mpi.h): one implementation, a template over the
+// two ABIs (abi.h), instantiated for each; open() picks one by what the
+// library exports.
+#include "core/mpi/mpi.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cstring>
+#include <utility>
+
+#include "core/datatype/typemap.h"
+#include "core/error.h"
+#include "core/mpi/abi.h"
+#include "core/mpi/api.h"
+
+namespace nodempi::mpi {
+
+const char* coll_name(Coll c) {
+  static const char* const kNames[] = {
+      "barrier", "bcast", "gather", "gatherv", "scatter", "scatterv", "allgather", "allgatherv", "alltoall",
+      "alltoallv", "alltoallw", "reduce", "allreduce", "reduceScatter", "reduceScatterBlock", "scan", "exscan"};
+  return kNames[size_t(c)];
+}
+
+void* in_place() {
+  static char marker;
+  return &marker;
+}
+
+// ---- Looking up the functions -------------------------------------------------
+
+template <class A>
+std::string Api<A>::load(void* (*lookup)(const char*)) {
+  std::string missing;
+  auto need = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(lookup(name));
+    if (!fn && missing.empty()) missing = name;
+  };
+  // Persistent collectives: MPI 4's name, else Open MPI 4's extension.
+  auto maybe = [&](auto& fn, const char* name, const char* mpix) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(lookup(name));
+    if (!fn) fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(lookup(mpix));
+  };
+  need(Init_thread, "MPI_Init_thread");
+  need(Initialized, "MPI_Initialized");
+  need(Finalized, "MPI_Finalized");
+  need(Finalize, "MPI_Finalize");
+  need(Abort, "MPI_Abort");
+  need(Get_library_version, "MPI_Get_library_version");
+  need(Get_processor_name, "MPI_Get_processor_name");
+  need(Error_class, "MPI_Error_class");
+  need(Error_string, "MPI_Error_string");
+  need(Comm_set_errhandler, "MPI_Comm_set_errhandler");
+  need(Comm_rank, "MPI_Comm_rank");
+  need(Comm_size, "MPI_Comm_size");
+  need(Comm_remote_size, "MPI_Comm_remote_size");
+  need(Comm_test_inter, "MPI_Comm_test_inter");
+  need(Comm_dup, "MPI_Comm_dup");
+  need(Comm_split, "MPI_Comm_split");
+  need(Comm_split_type, "MPI_Comm_split_type");
+  need(Comm_free, "MPI_Comm_free");
+  need(Comm_group, "MPI_Comm_group");
+  need(Comm_remote_group, "MPI_Comm_remote_group");
+  need(Group_translate_ranks, "MPI_Group_translate_ranks");
+  need(Group_free, "MPI_Group_free");
+  need(Intercomm_create, "MPI_Intercomm_create");
+  need(Intercomm_merge, "MPI_Intercomm_merge");
+  need(Type_contiguous, "MPI_Type_contiguous");
+  need(Type_create_hvector, "MPI_Type_create_hvector");
+  need(Type_create_hindexed, "MPI_Type_create_hindexed");
+  need(Type_create_struct, "MPI_Type_create_struct");
+  need(Type_create_resized, "MPI_Type_create_resized");
+  need(Type_commit, "MPI_Type_commit");
+  need(Type_free, "MPI_Type_free");
+  need(Op_create, "MPI_Op_create");
+  need(Op_free, "MPI_Op_free");
+  need(Test, "MPI_Test");
+  need(Wait, "MPI_Wait");
+  need(Waitany, "MPI_Waitany");
+  need(Testsome, "MPI_Testsome");
+  need(Start, "MPI_Start");
+  need(Request_free, "MPI_Request_free");
+  need(Barrier, "MPI_Barrier");
+  need(Ibarrier, "MPI_Ibarrier");
+  maybe(Barrier_init, "MPI_Barrier_init", "MPIX_Barrier_init");
+#define NODEMPI_LOAD_COLL(name, iname)                        \
+  need(name, "MPI_" #name);                                   \
+  need(I##name, "MPI_" #iname);                               \
+  maybe(name##_init, "MPI_" #name "_init", "MPIX_" #name "_init");
+  NODEMPI_LOAD_COLL(Bcast, Ibcast)
+  NODEMPI_LOAD_COLL(Gather, Igather)
+  NODEMPI_LOAD_COLL(Gatherv, Igatherv)
+  NODEMPI_LOAD_COLL(Scatter, Iscatter)
+  NODEMPI_LOAD_COLL(Scatterv, Iscatterv)
+  NODEMPI_LOAD_COLL(Allgather, Iallgather)
+  NODEMPI_LOAD_COLL(Allgatherv, Iallgatherv)
+  NODEMPI_LOAD_COLL(Alltoall, Ialltoall)
+  NODEMPI_LOAD_COLL(Alltoallv, Ialltoallv)
+  NODEMPI_LOAD_COLL(Alltoallw, Ialltoallw)
+  NODEMPI_LOAD_COLL(Reduce, Ireduce)
+  NODEMPI_LOAD_COLL(Allreduce, Iallreduce)
+  NODEMPI_LOAD_COLL(Reduce_scatter, Ireduce_scatter)
+  NODEMPI_LOAD_COLL(Reduce_scatter_block, Ireduce_scatter_block)
+  NODEMPI_LOAD_COLL(Scan, Iscan)
+  NODEMPI_LOAD_COLL(Exscan, Iexscan)
+#undef NODEMPI_LOAD_COLL
+  return missing;
+}
+
+namespace {
+
+// ---- User-defined ops ----------------------------------------------------------
+//
+// MPI_User_function carries no pointer of the caller's, so each MPI_Op gets
+// a function of its own: kUserOps trampolines, each reading its slot. The
+// table is process-wide because MPI is: one library, initialised once per
+// process.
+
+struct UserSlot {
+  UserHook hook = nullptr;
+  void* ctx = nullptr;
+};
+UserSlot g_user[kUserOps];
+
+template <class A, int K>
+void trampoline(void* in, void* inout, int* len, typename A::Datatype*) {
+  const UserSlot& s = g_user[K];
+  if (s.hook) s.hook(s.ctx, in, inout, *len);
+}
+
+template <class A, size_t... K>
+constexpr auto trampolines(std::index_sequence<K...>) {
+  using Fn = typename Api<A>::UserFunction*;
+  return std::array<Fn, sizeof...(K)>{&trampoline<A, int(K)>...};
+}
+
+// ---- Handle tables ---------------------------------------------------------------
+
+// Objects by nodempi handle, slots reused once freed; `first` handles are
+// reserved (the predefined ones, which live elsewhere).
+template <class T>
+class Table {
+ public:
+  explicit Table(int first) : first_(first) {}
+  int add(T value) {
+    if (!free_.empty()) {
+      int h = free_.back();
+      free_.pop_back();
+      items_[size_t(h - first_)] = std::move(value);
+      used_[size_t(h - first_)] = true;
+      return h;
+    }
+    items_.push_back(std::move(value));
+    used_.push_back(true);
+    return first_ + int(items_.size()) - 1;
+  }
+  T* find(int h) {
+    size_t i = size_t(h - first_);
+    return h >= first_ && i < items_.size() && used_[i] ? &items_[i] : nullptr;
+  }
+  void remove(int h) {
+    used_[size_t(h - first_)] = false;
+    items_[size_t(h - first_)] = T{};
+    free_.push_back(h);
+  }
+  template <class F>
+  void each(F&& f) {
+    for (size_t i = 0; i < items_.size(); i++) {
+      if (used_[i]) f(first_ + int(i), items_[i]);
+    }
+  }
+
+ private:
+  int first_;
+  std::vector<T> items_;
+  std::vector<bool> used_;
+  std::vector<int> free_;
+};
+
+template <class A>
+class Library final : public Mpi {
+  using Comm = typename A::Comm;
+  using Datatype = typename A::Datatype;
+  using Op = typename A::Op;
+  using Request = typename A::Request;
+  using Group = typename A::Group;
+  using Status = typename A::Status;
+  using Aint = typename Api<A>::Aint;
+
+  struct Pending {
+    Call call;
+    Request request{};
+    bool persistent = false;  // a template: kept until free_template
+    bool native = false;      // the library's own persistent request (else restarted as nonblocking)
+    bool active = false;
+    std::vector<Datatype> w_types;  // alltoallw's, in the library's handles (read until completion)
+  };
+
+ public:
+  Library(void* lib, std::string path) : lib_(lib) {
+    opened_.path = std::move(path);
+    opened_.abi = A::kName;
+    static void* g_lib;  // for the lookup below, which takes no context
+    g_lib = lib;
+    auto lookup = +[](const char* name) { return dlsym(g_lib, name); };
+    std::string missing = api_.load(lookup);
+    if (!missing.empty()) {
+      throw CoreError(ErrorClass::OTHER, opened_.path + " is missing " + missing + ": not an MPI 3 library");
+    }
+    for (size_t i = 0; i < size_t(kernels::TypeId::COUNT); i++) basic_[i] = A::template handle<Datatype>(lookup, kBasicTypes[i]);
+    for (size_t i = 0; i < size_t(kernels::OpId::COUNT); i++) ops_[i] = A::template handle<Op>(lookup, kOps[i]);
+    world_ = A::template handle<Comm>(lookup, kCommWorld);
+    self_ = A::template handle<Comm>(lookup, kCommSelf);
+    comm_null_ = A::template handle<Comm>(lookup, kCommNull);
+    request_null_ = A::template handle<Request>(lookup, kRequestNull);
+    info_null_ = A::template handle<typename A::Info>(lookup, kInfoNull);
+    errors_return_ = A::template handle<typename A::Errhandler>(lookup, kErrorsReturn);
+    byte_ = A::template handle<Datatype>(lookup, kByte);
+    datatype_null_ = A::template handle<Datatype>(lookup, kDatatypeNull);
+    if (!world_ || !self_ || !byte_ || !errors_return_) {
+      throw CoreError(ErrorClass::OTHER, opened_.path + " does not define the predefined handles of the " +
+                                             A::kName + " ABI");
+    }
+  }
+
+  const Opened& opened() const override { return opened_; }
+
+  std::string library_version() override {
+    std::string s(size_t(A::kMaxLibraryVersionString), '\0');
+    int len = 0;
+    if (api_.Get_library_version(s.data(), &len) != 0) return "";
+    s.resize(size_t(std::max(0, len)));
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\0' || s.back() == ' ')) s.pop_back();
+    return s;
+  }
+
+  std::string processor_name() override {
+    std::string s(size_t(A::kMaxProcessorName), '\0');
+    int len = 0;
+    check(api_.Get_processor_name(s.data(), &len), "processorName");
+    s.resize(size_t(std::max(0, len)));
+    return s;
+  }
+
+  void init(int* rank, int* size) override {
+    int done = 0;
+    api_.Initialized(&done);
+    if (!done) {
+      int provided = 0;
+      // Errors in MPI_Init end the process under the library's default
+      // handler, with the library's own message.
+      api_.Init_thread(nullptr, nullptr, 1 /* MPI_THREAD_FUNNELED */, &provided);
+    }
+    check(api_.Comm_set_errhandler(world_, errors_return_), "init");
+    check(api_.Comm_set_errhandler(self_, errors_return_), "init");
+    comms_.add(world_);
+    comms_.add(self_);
+    check(api_.Comm_rank(world_, rank), "init");
+    check(api_.Comm_size(world_, size), "init");
+    initialized_ = true;
+  }
+
+  void finalize() override {
+    if (!initialized_) return;
+    initialized_ = false;
+    int done = 0;
+    api_.Finalized(&done);
+    if (!done) api_.Finalize();
+  }
+
+  [[noreturn]] void abort(int code) override {
+    api_.Abort(world_, code);
+    std::_Exit(code);
+  }
+
+  // ---- Communicators ----------------------------------------------------------
+
+  void comm_info(int h, int* rank, int* size, int* remote_size) override {
+    Comm c = comm(h, "commInfo");
+    check(api_.Comm_rank(c, rank), "commInfo");
+    check(api_.Comm_size(c, size), "commInfo");
+    int inter = 0;
+    check(api_.Comm_test_inter(c, &inter), "commInfo");
+    *remote_size = -1;
+    if (inter) check(api_.Comm_remote_size(c, remote_size), "commInfo");
+  }
+
+  int comm_dup(int h) override {
+    Comm out = comm_null_;
+    check(api_.Comm_dup(comm(h, "dup"), &out), "dup");
+    return keep(out);
+  }
+
+  int comm_split(int h, int color, int key) override {
+    Comm out = comm_null_;
+    check(api_.Comm_split(comm(h, "split"), color == kUndefined ? A::kUndefined : color, key, &out), "split");
+    return keep(out);
+  }
+
+  int comm_split_shared(int h, bool undefined, int key) override {
+    Comm out = comm_null_;
+    check(api_.Comm_split_type(comm(h, "splitType"), undefined ? A::kUndefined : A::kCommTypeShared, key, info_null_,
+                               &out),
+          "splitType");
+    return keep(out);
+  }
+
+  int intercomm_create(int local, int local_leader, int peer, int remote_leader, int tag) override {
+    Comm out = comm_null_;
+    // peer matters at the local leader only (MPI 4.1 §7.6.2).
+    Comm p = peer >= 0 ? comm(peer, "createIntercomm") : comm_null_;
+    check(api_.Intercomm_create(comm(local, "createIntercomm"), local_leader, p, remote_leader, tag, &out),
+          "createIntercomm");
+    return keep(out);
+  }
+
+  int intercomm_merge(int h, bool high) override {
+    Comm out = comm_null_;
+    check(api_.Intercomm_merge(comm(h, "merge"), high ? 1 : 0, &out), "merge");
+    return keep(out);
+  }
+
+  void comm_free(int h) override {
+    if (h == kWorld || h == kSelf) throw CoreError(ErrorClass::COMM, "free: a predefined communicator");
+    Comm c = comm(h, "free");
+    check(api_.Comm_free(&c), "free");
+    comms_.remove(h);
+  }
+
+  std::vector<int> world_ranks(int h, bool remote) override {
+    Comm c = comm(h, "group");
+    Group g{}, wg{};
+    check(remote ? api_.Comm_remote_group(c, &g) : api_.Comm_group(c, &g), "group");
+    check(api_.Comm_group(world_, &wg), "group");
+    int n = 0;
+    if (remote) check(api_.Comm_remote_size(c, &n), "group");
+    else check(api_.Comm_size(c, &n), "group");
+    std::vector<int> ranks(static_cast<size_t>(n)), out(static_cast<size_t>(n));
+    for (int i = 0; i < n; i++) ranks[size_t(i)] = i;
+    int rc = api_.Group_translate_ranks(g, n, ranks.data(), wg, out.data());
+    api_.Group_free(&g);
+    api_.Group_free(&wg);
+    check(rc, "group");
+    return out;
+  }
+
+  // ---- Datatypes ----------------------------------------------------------------
+
+  int type_create(const double* words, size_t count) override {
+    datatype::Typemap map(words, count);
+    std::vector<Datatype> made;  // intermediate types, freed once the result is committed
+    Datatype body;
+    if (map.empty()) {
+      body = made_type(made, [&](Datatype* t) { return api_.Type_contiguous(0, byte_, t); });
+    } else {
+      std::vector<Datatype> nodes(map.node_count());
+      for (size_t i = 0; i < map.node_count(); i++) nodes[i] = node_type(map, i, nodes, made);
+      body = nodes[size_t(map.root_index())];
+    }
+    Datatype t = datatype_null_;
+    int rc = api_.Type_create_resized(body, 0, Aint(map.extent()), &t);
+    if (rc == 0) rc = api_.Type_commit(&t);
+    for (Datatype& d : made) api_.Type_free(&d);
+    check(rc, "commit");
+    return types_.add(t);
+  }
+
+  int opaque_type(size_t bytes) override {
+    if (bytes > size_t(INT_MAX)) throw CoreError(ErrorClass::COUNT, "a datatype item of more than 2^31 - 1 bytes");
+    auto it = std::find_if(opaque_.begin(), opaque_.end(), [&](auto& p) { return p.first == bytes; });
+    if (it != opaque_.end()) return it->second;
+    Datatype t = datatype_null_;
+    check(api_.Type_contiguous(int(bytes), byte_, &t), "commit");
+    check(api_.Type_commit(&t), "commit");
+    int h = types_.add(t);
+    opaque_.emplace_back(bytes, h);
+    return h;
+  }
+
+  void type_free(int h) override {
+    // A JavaScript finalizer may release a type after MPI_Finalize.
+    if (!initialized_) return;
+    Datatype* t = types_.find(h);
+    if (!t) return;
+    api_.Type_free(t);
+    types_.remove(h);
+    opaque_.erase(std::remove_if(opaque_.begin(), opaque_.end(), [&](auto& p) { return p.second == h; }), opaque_.end());
+  }
+
+  // ---- Ops ------------------------------------------------------------------
+
+  int op_create(UserHook hook, void* ctx, bool commute) override {
+    size_t k = 0;
+    while (k < size_t(kUserOps) && g_user[k].hook) k++;
+    if (k == size_t(kUserOps)) {
+      throw CoreError(ErrorClass::OTHER, "Op.create: " + std::to_string(kUserOps) +
+                                             " user-defined ops are in use with the MPI backend; free() ops no longer needed");
+    }
+    static constexpr auto kFns = trampolines<A>(std::make_index_sequence<kUserOps>{});
+    Op op{};
+    check(api_.Op_create(kFns[k], commute ? 1 : 0, &op), "Op.create");
+    g_user[k] = {hook, ctx};
+    user_ops_.push_back({int(k), op});
+    return kFirstUserOp + int(k);
+  }
+
+  void op_free(int h) override {
+    if (!initialized_) return;
+    auto it = std::find_if(user_ops_.begin(), user_ops_.end(), [&](auto& u) { return kFirstUserOp + u.first == h; });
+    if (it == user_ops_.end()) return;
+    api_.Op_free(&it->second);
+    g_user[it->first] = {};
+    user_ops_.erase(it);
+  }
+
+  // ---- Collectives ------------------------------------------------------------
+
+  int run(Call&& call, Mode mode) override {
+    if (mode == Mode::BLOCKING) {
+      check(issue(call, Mode::BLOCKING, nullptr, w_scratch_), coll_name(call.coll));
+      return -1;
+    }
+    Pending p;
+    p.call = std::move(call);
+    p.persistent = mode == Mode::PERSISTENT;
+    Request r = request_null_;
+    if (p.persistent) {
+      // The library's persistent collective where it has one; else the
+      // template is restarted as a nonblocking call by start().
+      int rc = issue(p.call, Mode::PERSISTENT, &r, p.w_types);
+      if (rc == kNoPersistent) {
+        p.native = false;
+      } else {
+        check(rc, coll_name(p.call.coll));
+        p.native = true;
+        p.request = r;
+      }
+      return pending_.add(std::move(p));
+    }
+    check(issue(p.call, Mode::NONBLOCKING, &r, p.w_types), coll_name(p.call.coll));
+    p.request = r;
+    p.active = true;
+    active_++;
+    return pending_.add(std::move(p));
+  }
+
+  void start(int id) override {
+    Pending& p = pending(id, "PersistentRequest.start");
+    if (!p.persistent || p.active) throw CoreError(ErrorClass::REQUEST, "PersistentRequest.start: the request is active");
+    if (p.native) {
+      check(api_.Start(&p.request), "PersistentRequest.start");
+    } else {
+      Request r = request_null_;
+      check(issue(p.call, Mode::NONBLOCKING, &r, p.w_types), coll_name(p.call.coll));
+      p.request = r;
+    }
+    p.active = true;
+    active_++;
+  }
+
+  void free_template(int id) override {
+    Pending* p = pending_.find(id);
+    if (!p || !p->persistent) return;
+    if (p->active) throw CoreError(ErrorClass::REQUEST, "PersistentRequest.free: the request is active");
+    if (p->native) api_.Request_free(&p->request);
+    pending_.remove(id);
+  }
+
+  bool test(int id, Completion& out) override {
+    Pending& p = pending(id, "Request.test");
+    if (!p.active) return finish(id, p, 0, out), true;
+    int flag = 0;
+    Status st{};
+    int rc = api_.Test(&p.request, &flag, &st);
+    if (rc == 0 && !flag) return false;
+    finish(id, p, rc, out);
+    return true;
+  }
+
+  Completion wait(int id) override {
+    Pending& p = pending(id, "Request.wait");
+    Completion out;
+    int rc = p.active ? api_.Wait(&p.request, A::status_ignore()) : 0;
+    finish(id, p, rc, out);
+    return out;
+  }
+
+  size_t wait_any(const std::vector<int>& ids, Completion& out) override {
+    std::vector<Request> reqs(ids.size());
+    for (size_t i = 0; i < ids.size(); i++) {
+      Pending& p = pending(ids[i], "Request.waitAny");
+      reqs[i] = p.active ? p.request : request_null_;
+    }
+    int index = -1;
+    int rc = api_.Waitany(int(reqs.size()), reqs.data(), &index, A::status_ignore());
+    if (index < 0 || size_t(index) >= ids.size()) {
+      check(rc, "Request.waitAny");
+      throw CoreError(ErrorClass::REQUEST, "Request.waitAny: no request was active");
+    }
+    Pending& p = *pending_.find(ids[size_t(index)]);
+    p.request = reqs[size_t(index)];
+    finish(ids[size_t(index)], p, rc, out);
+    return size_t(index);
+  }
+
+  void poll(std::vector<Completion>& done) override {
+    if (active_ == 0) return;
+    poll_ids_.clear();
+    poll_reqs_.clear();
+    pending_.each([&](int id, Pending& p) {
+      if (p.active) {
+        poll_ids_.push_back(id);
+        poll_reqs_.push_back(p.request);
+      }
+    });
+    int n = int(poll_reqs_.size());
+    poll_index_.resize(size_t(n));
+    poll_status_.resize(size_t(n));
+    int outcount = 0;
+    int rc = api_.Testsome(n, poll_reqs_.data(), &outcount, poll_index_.data(), poll_status_.data());
+    if (outcount <= 0) return;  // MPI_UNDEFINED: nothing was active
+    for (int k = 0; k < outcount; k++) {
+      int i = poll_index_[size_t(k)];
+      int id = poll_ids_[size_t(i)];
+      Pending& p = *pending_.find(id);
+      p.request = poll_reqs_[size_t(i)];
+      // MPI_ERR_IN_STATUS: each status says how its request ended.
+      int err = rc == 0 ? 0 : poll_status_[size_t(k)].MPI_ERROR;
+      Completion c;
+      finish(id, p, err, c);
+      done.push_back(std::move(c));
+    }
+  }
+
+  size_t active() const override { return active_; }
+
+ private:
+  static constexpr int kNoPersistent = INT_MIN;
+
+  // The request's end: its id released unless it is a template.
+  void finish(int id, Pending& p, int rc, Completion& out) {
+    out.id = id;
+    out.error_class = 0;
+    out.message.clear();
+    if (rc != 0) {
+      out.error_class = int(error_class(rc));
+      out.message = std::string(coll_name(p.call.coll)) + ": " + error_text(rc);
+    }
+    if (p.active) {
+      p.active = false;
+      active_--;
+    }
+    if (!p.persistent) pending_.remove(id);
+  }
+
+  Pending& pending(int id, const char* call) {
+    Pending* p = pending_.find(id);
+    if (!p) throw CoreError(ErrorClass::REQUEST, std::string(call) + ": no such request");
+    return *p;
+  }
+
+  Comm comm(int h, const char* call) {
+    Comm* c = comms_.find(h);
+    if (!c) throw CoreError(ErrorClass::COMM, std::string(call) + ": no such communicator");
+    return *c;
+  }
+
+  int keep(Comm c) {
+    if (c == comm_null_) return -1;
+    api_.Comm_set_errhandler(c, errors_return_);
+    return comms_.add(c);
+  }
+
+  Datatype type(int h) {
+    if (h >= 0 && h < int(kernels::TypeId::COUNT)) return basic_[size_t(h)];
+    Datatype* t = types_.find(h);
+    if (!t) throw CoreError(ErrorClass::TYPE, "no such datatype on the MPI backend");
+    return *t;
+  }
+
+  Op op(int h) {
+    if (h >= 0 && h < int(kernels::OpId::COUNT)) return ops_[size_t(h)];
+    for (auto& u : user_ops_) {
+      if (kFirstUserOp + u.first == h) return u.second;
+    }
+    throw CoreError(ErrorClass::OP, "no such op on the MPI backend");
+  }
+
+  // A rank argument in the library's numbering.
+  static int rank_arg(int r) {
+    if (r == kRoot) return A::kRoot;
+    if (r == kProcNull) return A::kProcNull;
+    return r;
+  }
+
+  const void* send_buf(const void* b) const { return b == in_place() ? A::in_place() : b; }
+  void* recv_buf(void* b) const { return b == in_place() ? A::in_place() : b; }
+
+  // One collective in `mode`. PERSISTENT returns kNoPersistent when the
+  // library has no persistent form of it.
+  int issue(Call& c, Mode mode, Request* r, std::vector<Datatype>& w) {
+    Comm cm = comm(c.comm, coll_name(c.coll));
+    const void* s = send_buf(c.send);
+    void* rv = recv_buf(c.recv);
+    const int root = rank_arg(c.root);
+    auto& a = api_;
+    typename A::Info info = info_null_;
+    // Calls `blocking`, `nonblocking` or `persistent` by mode.
+#define NODEMPI_BY_MODE(fn, ...)                                                       \
+  (mode == Mode::BLOCKING      ? a.fn(__VA_ARGS__, cm)                                 \
+   : mode == Mode::NONBLOCKING ? a.I##fn(__VA_ARGS__, cm, r)                           \
+   : a.fn##_init               ? a.fn##_init(__VA_ARGS__, cm, info, r)                 \
+                               : kNoPersistent)
+    switch (c.coll) {
+      case Coll::BARRIER:
+        return mode == Mode::BLOCKING      ? a.Barrier(cm)
+               : mode == Mode::NONBLOCKING ? a.Ibarrier(cm, r)
+               : a.Barrier_init            ? a.Barrier_init(cm, info, r)
+                                           : kNoPersistent;
+      case Coll::BCAST:
+        return NODEMPI_BY_MODE(Bcast, c.recv, c.recv_count, type(c.recv_type), root);
+      case Coll::GATHER:
+        return NODEMPI_BY_MODE(Gather, s, c.send_count, type(c.send_type), rv, c.recv_count, type(c.recv_type), root);
+      case Coll::GATHERV:
+        return NODEMPI_BY_MODE(Gatherv, s, c.send_count, type(c.send_type), rv, ints(c.recv_counts),
+                               ints(c.recv_displs), type(c.recv_type), root);
+      case Coll::SCATTER:
+        return NODEMPI_BY_MODE(Scatter, s, c.send_count, type(c.send_type), rv, c.recv_count, type(c.recv_type), root);
+      case Coll::SCATTERV:
+        return NODEMPI_BY_MODE(Scatterv, s, ints(c.send_counts), ints(c.send_displs), type(c.send_type), rv,
+                               c.recv_count, type(c.recv_type), root);
+      case Coll::ALLGATHER:
+        return NODEMPI_BY_MODE(Allgather, s, c.send_count, type(c.send_type), rv, c.recv_count, type(c.recv_type));
+      case Coll::ALLGATHERV:
+        return NODEMPI_BY_MODE(Allgatherv, s, c.send_count, type(c.send_type), rv, ints(c.recv_counts),
+                               ints(c.recv_displs), type(c.recv_type));
+      case Coll::ALLTOALL:
+        return NODEMPI_BY_MODE(Alltoall, s, c.send_count, type(c.send_type), rv, c.recv_count, type(c.recv_type));
+      case Coll::ALLTOALLV:
+        return NODEMPI_BY_MODE(Alltoallv, s, ints(c.send_counts), ints(c.send_displs), type(c.send_type), rv,
+                               ints(c.recv_counts), ints(c.recv_displs), type(c.recv_type));
+      case Coll::ALLTOALLW: {
+        // Datatype handles in the library's terms, kept with the request
+        // (MPI reads them until it completes): send types, then receive.
+        w.clear();
+        for (int t : c.send_types) w.push_back(type(t));
+        for (int t : c.recv_types) w.push_back(type(t));
+        const Datatype* st = c.send_types.empty() ? nullptr : w.data();
+        return NODEMPI_BY_MODE(Alltoallw, s, ints(c.send_counts), ints(c.send_displs), st, rv,
+                               ints(c.recv_counts), ints(c.recv_displs), w.data() + c.send_types.size());
+      }
+      case Coll::REDUCE:
+        return NODEMPI_BY_MODE(Reduce, s, rv, c.recv_count, type(c.recv_type), op(c.op), root);
+      case Coll::ALLREDUCE:
+        return NODEMPI_BY_MODE(Allreduce, s, rv, c.recv_count, type(c.recv_type), op(c.op));
+      case Coll::REDUCE_SCATTER:
+        return NODEMPI_BY_MODE(Reduce_scatter, s, rv, ints(c.recv_counts), type(c.recv_type), op(c.op));
+      case Coll::REDUCE_SCATTER_BLOCK:
+        return NODEMPI_BY_MODE(Reduce_scatter_block, s, rv, c.recv_count, type(c.recv_type), op(c.op));
+      case Coll::SCAN:
+        return NODEMPI_BY_MODE(Scan, s, rv, c.recv_count, type(c.recv_type), op(c.op));
+      case Coll::EXSCAN:
+        return NODEMPI_BY_MODE(Exscan, s, rv, c.recv_count, type(c.recv_type), op(c.op));
+    }
+#undef NODEMPI_BY_MODE
+    throw CoreError(ErrorClass::INTERN, "unknown collective");
+  }
+
+  // MPI reads absent count lists as a null pointer; a rank where a list
+  // does not matter passes none.
+  static const int* ints(const std::vector<int>& v) { return v.empty() ? nullptr : v.data(); }
+
+  // A node of a nodempi description (typemap.h) as an MPI datatype whose
+  // type map is the node's byte blocks relative to its parent's origin.
+  Datatype node_type(const datatype::Typemap& map, size_t i, const std::vector<Datatype>& nodes,
+                     std::vector<Datatype>& made) {
+    const datatype::Node& n = map.node(int32_t(i));
+    auto sub = [&](int32_t child) { return nodes[size_t(child)]; };
+    switch (n.kind) {
+      case datatype::Kind::BLOCK:
+        return at(made, n.off, made_type(made, [&](Datatype* t) { return api_.Type_contiguous(int(n.size), byte_, t); }));
+      case datatype::Kind::VECTOR:
+        return at(made, n.off, made_type(made, [&](Datatype* t) {
+                    return api_.Type_create_hvector(int(n.n), 1, Aint(n.stride), sub(n.child), t);
+                  }));
+      case datatype::Kind::LIST: {
+        std::vector<int> lens(size_t(n.n));
+        std::vector<Aint> disps(size_t(n.n));
+        for (size_t k = 0; k < size_t(n.n); k++) {
+          const datatype::Entry& e = map.entry(n.first + k);
+          lens[k] = int(e.len);
+          disps[k] = Aint(n.off + e.disp);
+        }
+        return made_type(made, [&](Datatype* t) {
+          return api_.Type_create_hindexed(int(n.n), lens.data(), disps.data(), byte_, t);
+        });
+      }
+      case datatype::Kind::INDEXED: {
+        // Runs of children `stride` apart: the child resized to that extent.
+        Datatype step = made_type(made, [&](Datatype* t) {
+          return api_.Type_create_resized(sub(n.child), 0, Aint(n.stride), t);
+        });
+        std::vector<int> lens(size_t(n.n));
+        std::vector<Aint> disps(size_t(n.n));
+        for (size_t k = 0; k < size_t(n.n); k++) {
+          const datatype::Entry& e = map.entry(n.first + k);
+          lens[k] = int(e.len);
+          disps[k] = Aint(n.off + e.disp);
+        }
+        return made_type(made, [&](Datatype* t) {
+          return api_.Type_create_hindexed(int(n.n), lens.data(), disps.data(), step, t);
+        });
+      }
+      case datatype::Kind::STRUCT: {
+        std::vector<int> ones(size_t(n.n), 1);
+        std::vector<Aint> disps(size_t(n.n), Aint(n.off));
+        std::vector<Datatype> parts(size_t(n.n));
+        for (size_t k = 0; k < size_t(n.n); k++) parts[k] = sub(map.entry(n.first + k).child);
+        return made_type(made, [&](Datatype* t) {
+          return api_.Type_create_struct(int(n.n), ones.data(), disps.data(), parts.data(), t);
+        });
+      }
+    }
+    throw CoreError(ErrorClass::TYPE, "unknown node in a datatype description");
+  }
+
+  // `t` placed at byte `off`.
+  Datatype at(std::vector<Datatype>& made, int64_t off, Datatype t) {
+    if (off == 0) return t;
+    int one = 1;
+    Aint d = Aint(off);
+    return made_type(made, [&](Datatype* out) { return api_.Type_create_hindexed(1, &one, &d, t, out); });
+  }
+
+  template <class F>
+  Datatype made_type(std::vector<Datatype>& made, F&& f) {
+    Datatype t = datatype_null_;
+    int rc = f(&t);
+    if (rc != 0) {
+      for (Datatype& d : made) api_.Type_free(&d);
+      made.clear();
+      check(rc, "commit");
+    }
+    made.push_back(t);
+    return t;
+  }
+
+  // ---- Errors ----------------------------------------------------------------
+
+  ErrorClass error_class(int rc) {
+    int cls = rc;
+    api_.Error_class(rc, &cls);
+    struct Pair {
+      int mpi;
+      ErrorClass ours;
+    };
+    static const Pair kMap[] = {
+        {A::kErrBuffer, ErrorClass::BUFFER}, {A::kErrCount, ErrorClass::COUNT},     {A::kErrType, ErrorClass::TYPE},
+        {A::kErrTag, ErrorClass::TAG},       {A::kErrComm, ErrorClass::COMM},       {A::kErrRank, ErrorClass::RANK},
+        {A::kErrRequest, ErrorClass::REQUEST}, {A::kErrRoot, ErrorClass::ROOT},     {A::kErrGroup, ErrorClass::GROUP},
+        {A::kErrOp, ErrorClass::OP},         {A::kErrArg, ErrorClass::ARG},         {A::kErrTruncate, ErrorClass::TRUNCATE},
+        {A::kErrIntern, ErrorClass::INTERN}, {A::kErrNotSame, ErrorClass::NOT_SAME},
+        {A::kErrProcFailed, ErrorClass::PROC_FAILED},
+    };
+    for (const Pair& p : kMap) {
+      if (p.mpi == cls) return p.ours;
+    }
+    return ErrorClass::OTHER;
+  }
+
+  std::string error_text(int rc) {
+    std::string s(size_t(A::kMaxErrorString), '\0');
+    int len = 0;
+    if (api_.Error_string(rc, s.data(), &len) != 0) return "MPI error " + std::to_string(rc);
+    s.resize(size_t(std::max(0, len)));
+    return s + " (" + A::kName + ")";
+  }
+
+  void check(int rc, const char* call) {
+    if (rc != 0) throw CoreError(error_class(rc), std::string(call) + ": " + error_text(rc));
+  }
+
+  void* lib_;
+  Opened opened_;
+  Api<A> api_{};
+  Datatype basic_[size_t(kernels::TypeId::COUNT)]{};
+  Op ops_[size_t(kernels::OpId::COUNT)]{};
+  Comm world_{}, self_{}, comm_null_{};
+  Request request_null_{};
+  typename A::Info info_null_{};
+  typename A::Errhandler errors_return_{};
+  Datatype byte_{}, datatype_null_{};
+  bool initialized_ = false;
+
+  Table<Comm> comms_{kWorld};
+  Table<Datatype> types_{kFirstDerived};
+  Table<Pending> pending_{1};
+  std::vector<std::pair<size_t, int>> opaque_;  // item bytes -> type handle
+  std::vector<std::pair<int, Op>> user_ops_;     // trampoline slot -> MPI_Op
+  size_t active_ = 0;
+  // Scratch of poll() and alltoallw, kept between calls.
+  std::vector<int> poll_ids_, poll_index_;
+  std::vector<Request> poll_reqs_;
+  std::vector<Status> poll_status_;
+  std::vector<Datatype> w_scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Mpi> open(const std::vector<std::string>& candidates, std::vector<std::string>& tried) {
+  for (const std::string& name : candidates) {
+    // RTLD_GLOBAL: the library's own plugins (Open MPI's mca components,
+    // MPICH's netmods) resolve their symbols against it.
+    void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (!lib) {
+      const char* e = dlerror();
+      tried.push_back(name + ": " + (e ? e : "cannot be loaded"));
+      continue;
+    }
+    // Open MPI exports its predefined objects; the MPICH ABI's handles are
+    // numbers, so any other library that has MPI_Init_thread is taken as
+    // MPICH's (Intel MPI, Cray MPICH and MVAPICH keep its ABI).
+    const bool ompi = dlsym(lib, "ompi_mpi_comm_world") != nullptr;
+    const bool mpi = dlsym(lib, "MPI_Init_thread") != nullptr;
+    if (!mpi) {
+      tried.push_back(name + ": loads, but is not an MPI library (no MPI_Init_thread)");
+      dlclose(lib);
+      continue;
+    }
+    if (!ompi && dlsym(lib, "MPI_Abi_get_version")) {
+      tried.push_back(name + ": the MPI 5 standard ABI (libmpi_abi), which this version of nodempi does not load yet");
+      dlclose(lib);
+      continue;
+    }
+    try {
+      if (ompi) return std::make_unique<Library<OmpiAbi>>(lib, name);
+      return std::make_unique<Library<MpichAbi>>(lib, name);
+    } catch (const CoreError& e) {
+      tried.push_back(name + ": " + e.what());
+      // Left open: a library that has run its constructors may not unload cleanly.
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace nodempi::mpi
