@@ -4,14 +4,14 @@
  */
 import * as C from './coll/collectives.js';
 import type { Collective, SendSpec } from './coll/collectives.js';
+import type { Made } from './backend.js';
 import type { Members, Started } from './coll/backend.js';
-import { active as backend } from './coll/active.js';
+import { backend } from './backends/active.js';
 import { COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, UNDEFINED, UNEQUAL } from './constants.js';
 import { nameArg } from './datatype.js';
 import { describe, fail, retitle } from './errors.js';
 import { beginStaging, releaseStaging, takeStaging } from './coll/staging.js';
 import type { Msg, VMsg, WMsg } from './message.js';
-import { native } from './native.js';
 import { Op } from './op.js';
 import { Mode, PersistentRequest, Request, setNextCall, setNextHooks } from './request.js';
 import { RECORD, Replays } from './replay.js';
@@ -36,15 +36,6 @@ export function registerIntercomm(make: MakeIntercomm): void {
 const WORLD = 0;
 const SELF = 1;
 
-/**
- * @internal Thrown on every member when no context is left for a new
- * communicator: the pool holds native/core/transport/segment.h kContexts,
- * COMM_WORLD's included.
- */
-export function noContext(call: string): never {
-  fail('ERR_OTHER', call, 'no communicator context is free (4095 communicators of several ranks may exist at once besides COMM_WORLD); free() communicators that are no longer needed');
-}
-
 /** A communicator: a group of ranks and a private context for their collectives. */
 export class Comm {
   #handle: number;
@@ -57,9 +48,9 @@ export class Comm {
   #members: Members | null = null;
 
   /**
-   * @internal `handle` is the addon's context number; `group` lists the
-   * members' world ranks (null for the predefined communicators, which
-   * learn it at initialisation).
+   * @internal `handle` is the backend's; `group` lists the members' world
+   * ranks (null for the predefined communicators, which learn it at
+   * initialisation).
    */
   constructor(handle: number, name: string, group: Group | null = null) {
     this.#handle = handle;
@@ -67,7 +58,7 @@ export class Comm {
     this.#group = group;
   }
 
-  /** @internal The addon handle, initialising MPI on first use. */
+  /** @internal The backend's handle, initialising MPI on first use. */
   get handle(): number {
     if (this.#size < 0) this.#learn();
     return this.#handle;
@@ -81,7 +72,7 @@ export class Comm {
   #learn(): Members {
     if (this.#freed) fail('ERR_COMM', this.#name || 'comm', 'the communicator has been freed');
     ensureInit();
-    [this.#rank, this.#size] = native.commInfo(this.#handle);
+    ({ rank: this.#rank, size: this.#size } = backend.comms.info(this.#handle));
     return (this.#members = { handle: this.#handle, rank: this.#rank, size: this.#size });
   }
 
@@ -127,7 +118,7 @@ export class Comm {
   /** MPI_Comm_dup: a new communicator with the same members and order, and its own context. */
   dup(): Comm {
     this._live('dup');
-    return this.#derive('dup', 0, this.rank)!;
+    return made(backend.comms.dup(this._members(), this.group().worldRanks, 'dup'));
   }
 
   /**
@@ -145,7 +136,7 @@ export class Comm {
 
   /**
    * MPI_Comm_split_type: with mpi.COMM_TYPE_SHARED, the ranks that can share
-   * memory (here: all of them, on one machine); mpi.UNDEFINED gives null.
+   * memory (those of this rank's machine); mpi.UNDEFINED gives null.
    */
   splitType(type: number = COMM_TYPE_SHARED, key = 0): Comm | null {
     this._live('splitType');
@@ -153,7 +144,7 @@ export class Comm {
       fail('ERR_ARG', 'splitType', `type must be mpi.COMM_TYPE_SHARED or mpi.UNDEFINED, got ${describe(type)}`);
     }
     if (!Number.isInteger(key)) fail('ERR_ARG', 'splitType', `key must be an integer, got ${describe(key)}`);
-    return this.#derive('splitType', type === UNDEFINED ? UNDEFINED : 0, key);
+    return made(backend.comms.splitShared(this._members(), this.group().worldRanks, type === UNDEFINED, key));
   }
 
   /**
@@ -189,7 +180,7 @@ export class Comm {
     if (h === WORLD || h === SELF) fail('ERR_COMM', 'free', `${this.#name} is predefined and cannot be freed`);
     this.#replays?.clear();
     this.#replays = null;
-    native.commFree(h);
+    backend.comms.free(h);
     this.#freed = true;
     this.#size = -1;
     this.#members = null;
@@ -207,35 +198,10 @@ export class Comm {
     return c === IDENT ? CONGRUENT : c;
   }
 
-  // The agreement behind dup/split/splitType/create, collective over this
-  // communicator:
-  //   1. allgather (color, key): every rank learns its new peers and order;
-  //   2. the first rank of each new communicator takes a context from the
-  //      pool; an allgather tells its members which;
-  //   3. every member builds its side of the new communicator.
+  // split and create: one new communicator per color, ranked by key.
   #derive(call: string, color: number, key: number): Comm | null {
-    const h = this._live(call);
-    const n = this.#size, me = this.#rank;
-    // As doubles: any integer color or key is honoured exactly, never
-    // wrapped to 32 bits on some ranks and not on others.
-    const pairs = new Float64Array(2 * n);
-    native.allgather(h, Float64Array.of(color, key), pairs, 16, 0, 0, 0, 0, Mode.BLOCKING);
-    const members: number[] = [];
-    if (color !== UNDEFINED) {
-      for (let r = 0; r < n; r++) if (pairs[2 * r] === color) members.push(r);
-      members.sort((a, b) => pairs[2 * a + 1]! - pairs[2 * b + 1]! || a - b);
-    }
-    const leader = members[0] === me;
-    const id = leader ? native.ctxAlloc(members.length) : 0;
-    const ids = new Int32Array(n);
-    native.allgather(h, Int32Array.of(id), ids, 4, 0, 0, 0, 0, Mode.BLOCKING);
-    if (color === UNDEFINED) return null;
-    const ctx = ids[members[0]!]!;
-    if (ctx < 0) noContext(call);
-    const world = this.group().worldRanks;
-    const worldRanks = members.map((r) => world[r]!);
-    const handle = native.commCreate(ctx, members.indexOf(me), Int32Array.from(worldRanks));
-    return new Comm(handle, '', new Group(worldRanks));
+    this._live(call);
+    return made(backend.comms.split(this._members(), this.group().worldRanks, call, color, key));
   }
 
   // Nonblocking (i-prefixed) and persistent (Init-suffixed) forms take the
@@ -576,26 +542,35 @@ export class Comm {
     if (id === undefined) return false;
     if (staged) {
       replays.kept(-1);
-      native.freeTemplate(id);
+      backend.requests.freeTemplate(id);
       return false;
     }
     replays.kept(id);
-    return native.runTemplate(id);
+    return backend.requests.runTemplate!(id);
   }
 
   /**
-   * @internal This communicator's replays of repeated blocking calls.
-   * Intercomm has none: its collectives make more than one call to the
-   * addon, or exchange counts first.
+   * @internal This communicator's replays of repeated blocking calls, where
+   * the backend runs templates as blocking calls. Intercomm has none: its
+   * collectives make more than one call to the addon, or exchange counts
+   * first.
    */
   protected _replays(): Replays | null {
+    if (this.#replays === null && !backend.requests.runTemplate) return null;
     return (this.#replays ??= new Replays());
   }
 
   /** @internal The collective on this communicator's backend; Intercomm runs the intercommunicator form. */
   protected _collective<A extends unknown[]>(d: Collective<A>, mode: Mode, args: A): Started {
-    return d.intra(backend.intra, this._members(), mode, ...args);
+    return d.intra(backend.collectives.intra, this._members(), mode, ...args);
   }
+}
+
+// The Comm of a communicator the backend made (null: none on this rank).
+function made(m: Made): Comm;
+function made(m: Made | null): Comm | null;
+function made(m: Made | null): Comm | null {
+  return m === null ? null : new Comm(m.handle, '', new Group(m.world));
 }
 
 // A nonblocking or persistent call's request or template id.

@@ -586,6 +586,16 @@ export class Datatype {
     return [s.trueLb + dmin, s.trueUb + dmax];
   }
 
+  /**
+   * @internal The committed description in its wire form
+   * (native/core/datatype/typemap.h), for a backend that builds its own
+   * datatype from it.
+   */
+  layoutWords(): Float64Array {
+    const s = this.#shape;
+    return serialize(this.#description(), this.extent, s.size, s.trueLb, s.trueUb);
+  }
+
   /** @internal The committed description as text (tests, debugging). */
   describeLayout(): string { return render(this.#description()); }
 
@@ -647,9 +657,7 @@ export class Datatype {
   }
 
   #register(): NativeType {
-    const s = this.#shape;
-    const words = serialize(this.#description(), this.extent, s.size, s.trueLb, s.trueUb);
-    const handle = native.typeCommit(words);
+    const handle = native.typeCommit(this.layoutWords());
     const holder: NativeType = { handle };
     releaser.register(holder, handle);
     return holder;

@@ -10,7 +10,7 @@ export { Intercomm } from './intercomm.js';
 export { Group } from './group.js';
 export { PersistentRequest, Request } from './request.js';
 export { COMM_SELF, COMM_WORLD, abort, init } from './world.js';
-export { finalize, isFinalized, isInitialized, wtick, wtime } from './runtime.js';
+export { backend, finalize, isFinalized, isInitialized, libraryVersion, processorName, wtick, wtime } from './runtime.js';
 export { Datatype } from './datatype.js';
 export { Op } from './op.js';
 export type { TypedArray, UserFunction } from './op.js';

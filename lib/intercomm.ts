@@ -1,22 +1,20 @@
 /**
  * Intercommunicators: two disjoint groups whose collectives move data from
- * one group to the other (MPI 4.1 §6.2.2). Both groups share one context in
- * the segment, ordered "low" group first (the group whose leader has the
- * lower world rank). Their collectives are the intercommunicator forms of
- * lib/coll/collectives.ts.
+ * one group to the other (MPI 4.1 §6.2.2). Their collectives are the
+ * intercommunicator forms of lib/coll/collectives.ts; the backend makes and
+ * runs them (on shm both groups share one context, "low" group first: the
+ * group whose leader has the lower world rank).
  */
+import type { MadeInter } from './backend.js';
+import { backend } from './backends/active.js';
 import type { InterMembers, Started } from './coll/backend.js';
 import type { Collective } from './coll/collectives.js';
-import { active as backend } from './coll/active.js';
-import { Comm, noContext, registerIntercomm, type Intercomm as IntercommShape } from './comm.js';
+import { Comm, registerIntercomm, type Intercomm as IntercommShape } from './comm.js';
 import { CONGRUENT, IDENT, IN_PLACE, SIMILAR, UNEQUAL } from './constants.js';
 import { describe, fail, MPIError } from './errors.js';
 import { Group } from './group.js';
-import { native } from './native.js';
-import { Mode } from './request.js';
+import type { Mode } from './request.js';
 import { worldRank } from './runtime.js';
-// The context a leader broadcasts when its part of createIntercomm failed.
-const LEADER_FAILED = -2;
 
 /** An intercommunicator (MPI_Comm with a remote group). */
 export class Intercomm extends Comm implements IntercommShape {
@@ -73,26 +71,16 @@ export class Intercomm extends Comm implements IntercommShape {
    * passes high = false comes first (the low group when both pass the same).
    */
   merge(high: boolean): Comm {
-    const h = this._live('merge');
+    this._live('merge');
     if (typeof high !== 'boolean') fail('ERR_ARG', 'merge', `high must be a boolean, got ${describe(high)}`);
-    const n = this.#local.size + this.#remote.size;
-    const flags = new Int32Array(n);
-    native.allgather(h, Int32Array.of(high ? 1 : 0), flags, 4, 0, 0, 0, 0, Mode.BLOCKING);
-    const localHigh = flags[this.#base(true)] === 1, remoteHigh = flags[this.#base(false)] === 1;
-    const localFirst = localHigh === remoteHigh ? this.#low : !localHigh;
-    const world = localFirst ? [...this.#local.worldRanks, ...this.#remote.worldRanks] : [...this.#remote.worldRanks, ...this.#local.worldRanks];
-    const me = world.indexOf(worldRank());
-    const ctx = this.#agreeContext(h, 'merge', me === 0 ? n : 0);
-    return new Comm(native.commCreate(ctx, me, Int32Array.from(world)), '', new Group(world));
+    const m = backend.comms.merge(this.#interMembers(), this.#local.worldRanks, this.#remote.worldRanks, this.#low, high);
+    return new Comm(m.handle, '', new Group(m.world));
   }
 
   /** MPI_Comm_dup of an intercommunicator: the same groups, a new context. */
   override dup(): Intercomm {
-    const h = this._live('dup');
-    const world = this.#merged();
-    const me = this.#base(true) + this.#lrank;
-    const ctx = this.#agreeContext(h, 'dup', me === 0 ? world.length : 0);
-    return new Intercomm(native.commCreate(ctx, me, Int32Array.from(world)), this.#local, this.#remote, this.#low);
+    this._live('dup');
+    return made(backend.comms.dupInter(this.#interMembers(), this.#local.worldRanks, this.#remote.worldRanks, this.#low));
   }
 
   override split(): Comm | null {
@@ -135,7 +123,7 @@ export class Intercomm extends Comm implements IntercommShape {
    */
   protected override _collective<A extends unknown[]>(d: Collective<A>, mode: Mode, args: A): Started {
     if (args.includes(IN_PLACE)) fail('ERR_ARG', d.name, 'IN_PLACE is not allowed on an intercommunicator');
-    return d.inter(backend.inter, this.#interMembers(), mode, ...args);
+    return d.inter(backend.collectives.inter, this.#interMembers(), mode, ...args);
   }
 
   // The members as the backends see them; the same object from call to call.
@@ -155,21 +143,10 @@ export class Intercomm extends Comm implements IntercommShape {
     return local === this.#low ? 0 : (local ? this.#remote.size : this.#local.size);
   }
 
-  #merged(): number[] {
-    return this.#low ? [...this.#local.worldRanks, ...this.#remote.worldRanks] : [...this.#remote.worldRanks, ...this.#local.worldRanks];
-  }
+}
 
-  // Collective over the merged context: the rank that passes members > 0
-  // takes a context; every rank learns it.
-  #agreeContext(h: number, call: string, members: number): number {
-    const n = this.#local.size + this.#remote.size;
-    const id = members > 0 ? native.ctxAlloc(members) : 0;
-    const ids = new Int32Array(n);
-    native.allgather(h, Int32Array.of(id), ids, 4, 0, 0, 0, 0, Mode.BLOCKING);
-    const ctx = Math.max(...ids) > 0 ? Math.max(...ids) : Math.min(...ids);
-    if (ctx < 0) noContext(call);
-    return ctx;
-  }
+function made(m: MadeInter): Intercomm {
+  return new Intercomm(m.handle, new Group(m.local), new Group(m.remote), m.low);
 }
 
 // MPI_Intercomm_create, run by every rank of `local`.
@@ -181,57 +158,41 @@ registerIntercomm((local, localLeader, peerComm, remoteLeader, tag) => {
   }
   if (!Number.isInteger(tag) || tag < 0) fail('ERR_TAG', call, `tag must be a non-negative integer, got ${describe(tag)}`);
   const localWorld = local.group().worldRanks;
-  let header = new Int32Array(3);
-  let remoteWorld: Int32Array | null = null;
+  let peer: { comm: Comm; remoteLeader: number; remoteWorld: number } | null = null;
   let failure: MPIError | null = null;
   if (local.rank === localLeader) {
     // peerComm and remoteLeader matter at the leader only (MPI 4.1 §7.6.2).
-    // What goes wrong here goes to the whole local group (step 3), which
-    // would otherwise wait for the leader's header forever.
     try {
       if (!(peerComm instanceof Comm)) fail('ERR_COMM', call, `peerComm must be a Comm, got ${describe(peerComm)}`);
       if (!Number.isInteger(remoteLeader) || remoteLeader < 0 || remoteLeader >= peerComm.size) {
         fail('ERR_RANK', call, `remoteLeader ${describe(remoteLeader)} is not a rank of peerComm (size ${peerComm.size})`);
       }
-      const peerWorld = peerComm.group().worldRanks[remoteLeader]!;
-      if (localWorld.includes(peerWorld)) fail('ERR_ARG', call, `the remote leader (world rank ${peerWorld}) is in the local group; the groups must be disjoint`);
-      // 1. The leaders swap their groups; 2. the one with the lower world
-      //    rank takes a context for both groups and tells the other.
-      const got = native.leaderExchange(peerWorld, tag, Int32Array.of(localWorld.length, ...localWorld));
-      const theirs = got[0]!;
-      remoteWorld = got.slice(1, 1 + theirs);
-      const low = worldRank() < peerWorld;
-      const mine = low ? native.ctxAlloc(localWorld.length + theirs) : 0;
-      const ctx = native.leaderExchange(peerWorld, tag, Int32Array.of(mine))[0]!;
-      header = Int32Array.of(low ? mine : ctx, theirs, low ? 1 : 0);
+      const remoteWorld = peerComm.group().worldRanks[remoteLeader]!;
+      if (localWorld.includes(remoteWorld)) fail('ERR_ARG', call, `the remote leader (world rank ${remoteWorld}) is in the local group; the groups must be disjoint`);
+      peer = { comm: peerComm, remoteLeader, remoteWorld };
     } catch (err) {
       if (!(err instanceof MPIError)) throw err;
       failure = err;
-      const text = new TextEncoder().encode(err.message);
-      header = Int32Array.of(LEADER_FAILED, err.errorClass, text.length);
-      remoteWorld = new Int32Array(text.length);
-      remoteWorld.set(text);
     }
   }
-  // 3. The leader tells its group the new context and the remote group (or
-  //    what failed, as the error's class and message).
-  const hdr = header;
-  local.bcast(hdr, localLeader);
-  const [ctx, , lowFlag] = hdr as unknown as [number, number, number];
-  const nRemote = ctx === LEADER_FAILED ? hdr[2]! : hdr[1]!;
-  const remote = remoteWorld && local.rank === localLeader ? remoteWorld : new Int32Array(nRemote);
-  local.bcast(remote, localLeader);
-  if (ctx === LEADER_FAILED) {
+  // What the leader found wrong goes to the whole local group, which would
+  // otherwise wait for the leader forever: class and message, then on.
+  const verdict = Int32Array.of(failure ? failure.errorClass : 0, 0);
+  const text = failure ? new TextEncoder().encode(failure.message) : new Uint8Array(0);
+  verdict[1] = text.length;
+  local.bcast(verdict, localLeader);
+  if (verdict[0] !== 0) {
+    const got = local.rank === localLeader ? text : new Uint8Array(verdict[1]!);
+    local.bcast(got, localLeader);
     if (failure) throw failure;
-    const text = new TextDecoder().decode(Uint8Array.from(remote));
-    throw MPIError.fromClass(hdr[1]!, `${call}: at the local leader (rank ${localLeader}): ${text.replace(/^createIntercomm: /, '')}`);
+    throw MPIError.fromClass(verdict[0]!, `${call}: at the local leader (rank ${localLeader}): ${new TextDecoder().decode(got).replace(/^createIntercomm: /, '')}`);
   }
-  if (ctx < 0) noContext(call);
-  const low = lowFlag === 1;
-  const remoteGroup = new Group(Array.from(remote));
-  const localGroup = new Group(localWorld);
-  const merged = low ? [...localWorld, ...remote] : [...remote, ...localWorld];
-  const me = merged.indexOf(worldRank());
-  const handle = native.commCreate(ctx, me, Int32Array.from(merged));
-  return new Intercomm(handle, localGroup, remoteGroup, low);
+  return made(backend.comms.createInter({
+    local: local._members(),
+    localWorld,
+    localLeader,
+    peer: peer && { comm: peer.comm._members(), remoteLeader: peer.remoteLeader, remoteWorld: peer.remoteWorld },
+    tag,
+    bcastLocal: (data, root) => local.bcast(data, root),
+  }));
 });

@@ -135,6 +135,53 @@ export interface NativeAddon {
   /** The reverse of typePack: reads the stream from byte `srcOffset` of `src`. */
   typeUnpack(handle: number, count: number, src: View, srcOffset: number, dst: View, dstOrigin: number): number;
 
+  // The system MPI backend (native/napi/mpi_binding.cc). Handles are the
+  // addon's small integers: communicators 0 (world) and 1 (self) on; basic
+  // datatypes are BasicType numbers, derived ones from 64; predefined ops
+  // are Op ids, user ops from 64.
+  /** Opens the first of `candidates` that is an MPI library, or says why each was passed over. */
+  mpiOpen(candidates: string[]): { path: string; abi: string } | { tried: string[] };
+  mpiLibraryVersion(): string;
+  mpiProcessorName(): string;
+  /** MPI_Init_thread (FUNNELED): [rank, size] in COMM_WORLD. */
+  mpiInit(): [rank: number, size: number];
+  mpiFinalize(): void;
+  mpiAbort(code: number): void;
+  /** [rank, size, remoteSize]; remoteSize -1 for an intracommunicator. */
+  mpiCommInfo(comm: number): [rank: number, size: number, remoteSize: number];
+  mpiCommDup(comm: number): number;
+  /** -1 where the rank gets MPI_COMM_NULL (color UNDEFINED). */
+  mpiCommSplit(comm: number, color: number, key: number): number;
+  mpiCommSplitShared(comm: number, undefined: boolean, key: number): number;
+  /** `peer` -1 where it does not matter (not the local leader). */
+  mpiIntercommCreate(local: number, localLeader: number, peer: number, remoteLeader: number, tag: number): number;
+  mpiIntercommMerge(comm: number, high: boolean): number;
+  mpiCommFree(comm: number): void;
+  /** COMM_WORLD ranks of the local (or remote) group. */
+  mpiWorldRanks(comm: number, remote: boolean): Int32Array;
+  /** A committed MPI datatype with the layout of a description (lib/datatype.ts layoutWords()). */
+  mpiTypeCreate(description: Float64Array): number;
+  /** An item of `bytes` bytes with no structure (user ops reduce these). */
+  mpiOpaqueType(bytes: number): number;
+  mpiTypeFree(type: number): void;
+  /** MPI_Op_create calling `spec.fn` on items of `spec.datatype`. */
+  mpiOpCreate(spec: UserOpSpec, commute: boolean): number;
+  mpiOpFree(op: number): void;
+  /** Where mpiColl reads its numeric arguments (lib/coll/mpi.ts). */
+  mpiSetCallBlock(block: Int32Array): void;
+  /** The collective the call block describes: undefined (blocking), a request id, or a template id. */
+  mpiColl(send: View | null, recv: View | null): number | undefined;
+  /** Starts a round of a persistent request; it completes under the template's id. */
+  mpiStart(template: number): void;
+  mpiFreeTemplate(template: number): void;
+  mpiTest(id: number): Error | null | undefined;
+  mpiWait(id: number): Error | null;
+  mpiWaitAny(ids: number[]): number;
+  /** Completions since the last poll: [id, errorOrNull, ...]. */
+  mpiPoll(): unknown[];
+  /** Requests active in the library. */
+  mpiActive(): number;
+
   segmentCreate(nranks: number): { handle: number; fd: number; name: string; bytes: number };
   /** Closes the original descriptor once the launcher holds its duplicates. */
   segmentCloseFd(handle: number): void;

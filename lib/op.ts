@@ -67,11 +67,12 @@ export class Op {
 
   get freed(): boolean { return this.#freed; }
 
-  /** MPI_Op_free. Predefined ops cannot be freed. */
+  /** MPI_Op_free. Predefined ops cannot be freed. Operations already using it complete with it. */
   free(): void {
     if (this.id >= 0) fail('ERR_OP', 'Op.free', `predefined op ${this.name} cannot be freed`);
     if (this.#freed) fail('ERR_OP', 'Op.free', `op ${this.name} has already been freed`);
     this.#freed = true;
+    for (const f of freeHooks) f(this);
   }
 
   toString(): string { return `Op(${this.name})`; }
@@ -96,6 +97,13 @@ export class Op {
     Op.MAX, Op.MIN, Op.SUM, Op.PROD, Op.LAND, Op.BAND, Op.LOR, Op.BOR, Op.LXOR, Op.BXOR, Op.MAXLOC, Op.MINLOC,
     Op.REPLACE, Op.NO_OP,
   ]);
+}
+
+// What a backend releases when a user op is freed (lib/coll/mpi.ts).
+const freeHooks: ((op: Op) => void)[] = [];
+/** @internal */
+export function onOpFree(f: (op: Op) => void): void {
+  freeHooks.push(f);
 }
 
 /** @internal Whether predefined `op` is defined on `dt`. */

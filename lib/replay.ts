@@ -8,7 +8,7 @@
  * of that collective, it makes the call a persistent request (the engine's
  * template, as `allreduceInit` would) and from then on runs that template
  * as a blocking call whenever those arguments come again
- * (native.runTemplate). The signature exchange, and so the mismatch checks,
+ * (the backend's runTemplate). The signature exchange, and so the mismatch checks,
  * run every time as on any call.
  *
  * "Exactly" means:
@@ -25,10 +25,10 @@
  *   PER_CALL per collective); above that a repeat saves nothing measurable
  *   anyway.
  */
+import { backend } from './backends/active.js';
 import { IN_PLACE } from './constants.js';
 import { Datatype } from './datatype.js';
 import { trueBuffer, trueBytes } from './message.js';
-import { native } from './native.js';
 import { Op } from './op.js';
 
 const MAX_BUFFER = 1 << 20;
@@ -127,7 +127,7 @@ export class Replays {
 
   /** Runs template `id` as a blocking call; false when the engine no longer has it. */
   run(id: number): boolean {
-    if (!native.runTemplate(id)) return false;
+    if (!backend.requests.runTemplate!(id)) return false;
     this.hits++;
     return true;
   }
@@ -139,7 +139,7 @@ export class Replays {
   kept(id: number): void {
     const e = this.#last;
     if (e === null || id < 0) {
-      if (id >= 0) native.freeTemplate(id);
+      if (id >= 0) backend.requests.freeTemplate(id);
       if (e !== null) e.id = NEVER;
       return;
     }
@@ -155,7 +155,7 @@ export class Replays {
 }
 
 function free(e: Entry): void {
-  if (e.id >= 0) native.freeTemplate(e.id);
+  if (e.id >= 0) backend.requests.freeTemplate(e.id);
 }
 
 // A value whose meaning never changes, compared by value or identity.

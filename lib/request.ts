@@ -1,12 +1,13 @@
 /**
- * Requests of nonblocking and persistent collectives. The native progress
- * engine runs them on a thread per communicator; completions reach the main
- * thread through the event loop (for `await`) or through test()/wait().
+ * Requests of nonblocking and persistent collectives. The backend runs them
+ * (shm: the native progress engine, a thread per communicator; mpi: the
+ * library, polled from the event loop); completions reach the main thread
+ * through the event loop (for `await`) or through test()/wait().
  */
+import { backend } from './backends/active.js';
 import { UNDEFINED } from './constants.js';
 import { describe, fail, MPIError, retitle } from './errors.js';
 import type { Held } from './hold.js';
-import { native } from './native.js';
 
 /** @internal How a collective binding is asked to run. */
 export const enum Mode {
@@ -18,35 +19,16 @@ export const enum Mode {
 // Requests in flight by native id. Holding them here keeps their buffers
 // alive until completion even if the caller drops the Request.
 const inflight = new Map<number, Request>();
-let callbackSet = false;
 
-function deliver(): void {
-  const done = native.drain();
+function deliver(done: unknown[]): void {
   for (let i = 0; i < done.length; i += 2) {
     inflight.get(done[i] as number)?._complete(done[i + 1] as Error | null);
   }
 }
 
-// Small requests are queued without waking their lane's thread (a wait()
-// right after runs them on this thread, cheaper than a thread hand-off);
-// they are kicked off once the current JavaScript turn ends.
-let kickScheduled = false;
-function kickLater(): void {
-  if (kickScheduled) return;
-  kickScheduled = true;
-  queueMicrotask(() => {
-    kickScheduled = false;
-    native.kick();
-  });
-}
-
 function track(id: number, req: Request): void {
-  if (!callbackSet) {
-    native.setProgressCallback(deliver);
-    callbackSet = true;
-  }
   inflight.set(id, req);
-  kickLater();
+  backend.requests.watch(deliver);
 }
 
 // Work to run around a request (derived datatypes: repack before each start
@@ -116,7 +98,7 @@ export class Request implements PromiseLike<void> {
   /** MPI_Test: completes the request if it can; never blocks. Throws if it failed. */
   test(): boolean {
     if (!this.#completed) {
-      const r = native.test(this.#id);
+      const r = backend.requests.test(this.#id);
       if (r === undefined) return false;
       this._complete(r);
     }
@@ -128,10 +110,10 @@ export class Request implements PromiseLike<void> {
   /** MPI_Wait: blocks the calling thread until complete. Throws if it failed. */
   wait(): void {
     if (!this.#completed) {
-      this._complete(native.wait(this.#id));
-      // wait() may have run earlier requests of the lane on this thread;
-      // they are delivered here rather than through the event loop.
-      if (inflight.size > 0) deliver();
+      this._complete(backend.requests.wait(this.#id));
+      // wait() may have run earlier requests on this thread; they are
+      // delivered here rather than through the event loop.
+      if (inflight.size > 0) deliver(backend.requests.drain());
     }
     this.#reported = true;
     this.#throwIfFailed();
@@ -231,7 +213,7 @@ export class Request implements PromiseLike<void> {
     for (const i of active) {
       if (reqs[i]!.test()) return i;
     }
-    const k = native.waitAny(active.map((i) => reqs[i]!.#id));
+    const k = backend.requests.waitAny(active.map((i) => reqs[i]!.#id));
     const i = active[k]!;
     reqs[i]!.wait();
     return i;
@@ -258,7 +240,7 @@ export class PersistentRequest extends Request {
     if (!this.completed) fail('ERR_REQUEST', 'PersistentRequest.start', 'the previous round is still active; wait for it first');
     this._held?.before();
     if (this._hooks) for (const f of this._hooks.before) f();
-    this._restart(native.start(this.#template));
+    this._restart(backend.requests.start(this.#template));
     return this;
   }
 
@@ -276,7 +258,7 @@ export class PersistentRequest extends Request {
     if (this.#freed) return;
     if (!this.completed) fail('ERR_REQUEST', 'PersistentRequest.free', 'the request is active; wait for it before freeing it');
     this.#freed = true;
-    native.freeTemplate(this.#template);
+    backend.requests.freeTemplate(this.#template);
   }
 }
 

@@ -1,7 +1,10 @@
 /**
- * MPI's life cycle for this process: attaching to the launcher's job (or
- * becoming a singleton), finalizing at exit, timers and abort.
+ * MPI's life cycle for this process: choosing the backend, joining the job
+ * (or becoming a singleton), finalizing at exit, timers and abort.
  */
+import { backend as active, setBackend } from './backends/active.js';
+import { chooseBackend } from './backends/choose.js';
+import { mpi } from './backends/mpi.js';
 import { MPIError } from './errors.js';
 import { native } from './native.js';
 
@@ -19,32 +22,50 @@ native.setErrorFactory((errorClass, message, cause) => MPIError.fromClass(errorC
   if (process.env.NODEMPI_SIZE !== undefined && Number.isInteger(launcher) && launcher > 0) native.watchLauncher(launcher);
 }
 
-/** The rank, size and segment descriptor the launcher passed, or a singleton. */
-export function jobEnvironment(env: NodeJS.ProcessEnv = process.env): { rank: number; size: number; fd: number } {
-  const size = env.NODEMPI_SIZE;
-  if (size === undefined) return { rank: 0, size: 1, fd: -1 };
-  const r = Number(env.NODEMPI_RANK), n = Number(size), fd = Number(env.NODEMPI_FD ?? -1);
-  if (!Number.isInteger(r) || !Number.isInteger(n) || n < 1 || r < 0 || r >= n || !Number.isInteger(fd)) {
-    throw new MPIError('ERR_INTERN', `init: NODEMPI_RANK=${env.NODEMPI_RANK} NODEMPI_SIZE=${size} do not describe a rank of a job`);
-  }
-  if (n > 1 && fd < 0) {
-    throw new MPIError('ERR_INTERN', 'init: a job of several ranks must be started by the nodempi launcher (NODEMPI_FD is missing)');
-  }
-  return { rank: r, size: n, fd };
-}
-
 /** @internal Initialises on first use; throws after finalize. */
 export function ensureInit(): void {
   if (initialized) {
     if (finalized) throw new MPIError('ERR_OTHER', 'MPI has been finalized; no MPI call may follow finalize()');
     return;
   }
-  const job = jobEnvironment();
-  native.init(job.rank, job.size, job.fd);
+  if (chooseBackend().backend === 'mpi') setBackend(mpi);
+  const job = active.runtime.init();
+  backend = active.name;
   jobRank = job.rank;
   jobSize = job.size;
   initialized = true;
-  process.once('exit', finalize);
+  process.once('exit', atExit);
+}
+
+function atExit(code: number): void {
+  if (finalized) return;
+  finalized = true;
+  active.runtime.exit(code);
+}
+
+/**
+ * Which backend runs this process's communication: 'shm' (nodempi's shared
+ * memory, one machine) or 'mpi' (the system's MPI library), as chosen from
+ * the environment (lib/backends/choose.ts); fixed once initialised.
+ */
+export let backend: 'shm' | 'mpi' = (() => {
+  try {
+    return chooseBackend().backend;
+  } catch {
+    return 'shm';  // a bad NODEMPI_BACKEND: init() says so
+  }
+})();
+
+/** MPI_Get_library_version: the library behind the backend. */
+export function libraryVersion(): string {
+  ensureInit();
+  return active.runtime.libraryVersion();
+}
+
+/** MPI_Get_processor_name: the host this rank runs on. */
+export function processorName(): string {
+  ensureInit();
+  return active.runtime.processorName();
 }
 
 /** @internal This process's rank in COMM_WORLD (initialising MPI if needed). */
@@ -73,7 +94,7 @@ export function isFinalized(): boolean {
 export function finalize(): void {
   if (!initialized || finalized) return;
   finalized = true;
-  native.finalize();
+  active.runtime.finalize();
 }
 
 const t0 = process.hrtime.bigint();
@@ -90,6 +111,6 @@ export function wtick(): number {
 
 /** @internal Ends this rank and, through the job's shared state, every other. */
 export function abortJob(code: number): never {
-  if (initialized && !finalized) native.abort();
+  if (initialized && !finalized) active.runtime.abort(code);
   process.exit(code);
 }

@@ -13,6 +13,7 @@
 namespace nodempi::napi {
 
 struct Progress;     // napi/progress.cc
+struct MpiBackend;   // napi/mpi_binding.cc
 
 // The scratch a user function's views live in (napi/user_op.cc), one per
 // environment, kept between calls: creating external ArrayBuffers over the
@@ -48,7 +49,7 @@ struct LastLocal {
 // `width` doubles in one ArrayBuffer both sides keep, so that a call names
 // a list by its number instead of passing a view to unwrap (tens of
 // nanoseconds each, four for an alltoallv).
-constexpr uint32_t kArgLists = 4;
+constexpr uint32_t kArgLists = 6;
 struct ArgLists {
   Napi::Reference<Napi::ArrayBuffer> hold;
   const uint8_t* data = nullptr;
@@ -72,6 +73,9 @@ struct State {
   UserScratch user_scratch;
   LastLocal last_local;
   ArgLists arg_lists;
+  // The system MPI library, once lib/ has opened it (shared_ptr: its type
+  // is complete only in napi/mpi_binding.cc).
+  std::shared_ptr<MpiBackend> mpi;
 
   static State& of(Napi::Env env) { return *env.GetInstanceData<State>(); }
 };
@@ -84,5 +88,6 @@ void register_progress(Napi::Env env, Napi::Object exports);
 void register_comm_mgmt(Napi::Env env, Napi::Object exports);
 void register_launcher(Napi::Env env, Napi::Object exports);
 void register_local(Napi::Env env, Napi::Object exports);
+void register_mpi(Napi::Env env, Napi::Object exports);
 
 }  // namespace nodempi::napi

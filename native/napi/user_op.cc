@@ -11,9 +11,9 @@
 
 namespace nodempi::napi {
 
-UserOp::UserOp(Napi::Env env, Napi::Object spec)
+UserOp::UserOp(Napi::Env env, Napi::Object spec, bool threaded)
     : env_(env),
-      progress_(progress_for(env)),
+      progress_(threaded ? progress_for(env) : nullptr),
       fn_(Napi::Persistent(spec.Get("fn").As<Napi::Function>())),
       datatype_(Napi::Persistent(spec.Get("datatype").As<Napi::Object>())),
       kind_(spec.Get("kind").As<Napi::Number>().Int32Value()),
@@ -39,7 +39,7 @@ void UserOp::call(void* self, const void* a, const void* b, void* out, size_t n)
     if (out != b && n) std::memmove(out, b, n * u->item_);
     return;
   }
-  if (on_main_thread(u->progress_)) {
+  if (!u->progress_ || on_main_thread(u->progress_)) {
     u->call_here(a, b, out, n);
   } else {
     run_on_main(u->progress_, [u, a, b, out, n] { u->call_here(a, b, out, n); });

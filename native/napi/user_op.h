@@ -19,8 +19,10 @@ class UserOp {
   // `spec` is { fn, datatype, kind, item } from lib/: kind is the
   // napi_typedarray_type to present the items as, or -1 for DataViews;
   // item is the datatype's extent. Holds references, so it must be created
-  // and destroyed on the main thread.
-  UserOp(Napi::Env env, Napi::Object spec);
+  // and destroyed on the main thread. `threaded`: progress threads may call
+  // it (the shm engine's); false when only the main thread ever does (the
+  // MPI backend), which then needs no engine.
+  UserOp(Napi::Env env, Napi::Object spec, bool threaded = true);
 
   coll::Combiner combiner() {
     coll::Combiner c{nullptr, item_, &UserOp::call, this};
@@ -28,6 +30,16 @@ class UserOp {
     return c;
   }
   bool failed() const { return failed_; }
+  // The thrown value's message ("" when it had none).
+  const std::string& failure() const { return failure_; }
+  // inout = in op inout for n items, as MPI_User_function does.
+  void apply(const void* in, void* inout, size_t n) { call(this, in, inout, inout, n); }
+  // Forgets a failure, for the next call that uses the op.
+  void reset() {
+    failed_ = false;
+    failure_.clear();
+    error_.Reset();
+  }
   // The value the function threw (undefined when it did not); main thread.
   Napi::Value error() const;
 

@@ -1,0 +1,151 @@
+/**
+ * The system MPI backend: the MPI library of the machine (Open MPI, MPICH,
+ * or one of MPICH's ABI), opened at run time by the addon
+ * (native/core/mpi), for processes an MPI launcher started (mpirun,
+ * mpiexec, srun), so that a job spans machines.
+ *
+ * Communicators, groups and intercommunicators are the library's; their
+ * members' COMM_WORLD ranks come from MPI_Group_translate_ranks.
+ * Everything runs on the main thread (MPI_THREAD_FUNNELED): nonblocking
+ * requests progress while JavaScript waits in the event loop, which polls
+ * the library (MPI_Testsome) between other work for as long as requests
+ * are active, and inside test()/wait().
+ */
+import type { Backend, MadeInter } from '../backend.js';
+import { mpi as collectives, shareCallBlock } from '../coll/mpi.js';
+import { MPIError } from '../errors.js';
+import { native } from '../native.js';
+import { chooseBackend, launcherMismatch, libraryCandidates } from './choose.js';
+
+const INT32 = 2 ** 31;
+
+function int32(call: string, what: string, v: number): number {
+  if (v < -INT32 || v >= INT32) throw new MPIError('ERR_ARG', `${call}: ${what} ${v} does not fit MPI's int on the mpi backend`);
+  return v;
+}
+
+function world(handle: number, remote = false): number[] {
+  return Array.from(native.mpiWorldRanks(handle, remote));
+}
+
+function inter(handle: number): MadeInter {
+  return { handle, local: world(handle), remote: world(handle, true), low: false };
+}
+
+/** The library this process opened, once init() has run. */
+export let opened: { path: string; abi: string } | null = null;
+
+function open(env: NodeJS.ProcessEnv): { path: string; abi: string } {
+  const choice = chooseBackend(env);
+  const got = native.mpiOpen(libraryCandidates(env, choice.launcher));
+  if ('tried' in got) {
+    throw new MPIError('ERR_OTHER', [
+      `init: the mpi backend (${choice.reason}) found no MPI library it can load. Tried:`,
+      ...got.tried.map((t) => `  ${t}`),
+      'Install an MPI on every machine of the job (Debian/Ubuntu: apt-get install openmpi-bin, or mpich),',
+      'or set NODEMPI_MPI_LIB=/path/to/libmpi.so to the library your launcher belongs to.',
+      'To run on this machine alone without MPI, start the job with `nodempi -n N` (or NODEMPI_BACKEND=shm).',
+    ].join('\n'));
+  }
+  const mismatch = launcherMismatch(choice.launcher, got.abi);
+  if (mismatch) {
+    throw new MPIError('ERR_OTHER',
+      `init: ${mismatch}, but the MPI library found is ${got.abi} (${got.path}); each launcher starts its own library's jobs only. ` +
+      'Start the program with the launcher of that library, or set NODEMPI_MPI_LIB to the library of this launcher.');
+  }
+  return got;
+}
+
+// Progress while requests are active: the library completes requests
+// only when called, so the event loop polls it, between timers and I/O,
+// until none is active.
+let polling = false;
+let deliverTo: ((done: unknown[]) => void) | null = null;
+function poll(): void {
+  const done = native.mpiPoll();
+  if (done.length > 0) deliverTo!(done);
+  if (native.mpiActive() > 0) setImmediate(poll);
+  else polling = false;
+}
+
+const backend: Backend = {
+  name: 'mpi',
+
+  runtime: {
+    init() {
+      const env = process.env;
+      opened = open(env);
+      const [rank, size] = native.mpiInit();
+      const expected = chooseBackend(env).expectedSize;
+      if (expected !== null && size !== expected) {
+        const { reason } = chooseBackend(env);
+        throw new MPIError('ERR_OTHER',
+          `init: the launcher started ${expected} processes (${reason}), but ${opened.abi} (${opened.path}) ` +
+          `sees a world of ${size}: the library does not belong to that launcher, or the launcher gave it no way to reach the others ` +
+          '(srun needs --mpi=pmix for Open MPI, --mpi=pmi2 for MPICH). Use the launcher of the library, or NODEMPI_MPI_LIB for the library of the launcher.');
+      }
+      shareCallBlock();
+      return { rank, size };
+    },
+    finalize: () => native.mpiFinalize(),
+    // A rank that ends with an error must not wait in MPI_Finalize for
+    // ranks that may be waiting for it: it ends the job instead.
+    exit: (code) => (code === 0 ? native.mpiFinalize() : native.mpiAbort(code)),
+    abort: (code) => native.mpiAbort(code),
+    libraryVersion: () => native.mpiLibraryVersion(),
+    processorName: () => native.mpiProcessorName(),
+  },
+
+  comms: {
+    info(handle) {
+      const [rank, size] = native.mpiCommInfo(handle);
+      return { rank, size };
+    },
+    dup(c) {
+      const h = native.mpiCommDup(c.handle);
+      return { handle: h, world: world(h) };
+    },
+    split(c, _world, call, color, key) {
+      const h = native.mpiCommSplit(c.handle, int32(call, 'color', color), int32(call, 'key', key));
+      return h < 0 ? null : { handle: h, world: world(h) };
+    },
+    splitShared(c, _world, undefined, key) {
+      const h = native.mpiCommSplitShared(c.handle, undefined, int32('splitType', 'key', key));
+      return h < 0 ? null : { handle: h, world: world(h) };
+    },
+    free: (handle) => native.mpiCommFree(handle),
+    createInter(q) {
+      const peer = q.peer;
+      return inter(native.mpiIntercommCreate(q.local.handle, q.localLeader, peer ? peer.comm.handle : -1,
+        peer ? peer.remoteLeader : 0, int32('createIntercomm', 'tag', q.tag)));
+    },
+    merge(c, _local, _remote, _low, high) {
+      const h = native.mpiIntercommMerge(c.handle, high);
+      return { handle: h, world: world(h) };
+    },
+    dupInter: (c) => inter(native.mpiCommDup(c.handle)),
+  },
+
+  requests: {
+    test: (id) => native.mpiTest(id),
+    wait: (id) => native.mpiWait(id),
+    waitAny: (ids) => native.mpiWaitAny(ids),
+    start(template) {
+      native.mpiStart(template);
+      return template;
+    },
+    freeTemplate: (template) => native.mpiFreeTemplate(template),
+    watch(deliver) {
+      deliverTo = deliver;
+      if (!polling) {
+        polling = true;
+        setImmediate(poll);
+      }
+    },
+    drain: () => native.mpiPoll(),
+  },
+
+  collectives,
+};
+
+export { backend as mpi };

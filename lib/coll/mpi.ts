@@ -1,0 +1,444 @@
+/**
+ * The MPI backend's collectives: the checked messages of
+ * lib/coll/collectives.ts as calls of the system MPI library
+ * (native/core/mpi), one MPI collective each, intercommunicators included
+ * (MPI has them all).
+ *
+ * - Data movement: a dense datatype moves as its bytes (MPI_BYTE); any
+ *   other as a committed MPI datatype with its layout (built once per
+ *   Datatype from the same description the shm backend packs by).
+ * - Reductions run on MPI's predefined ops and basic types; a derived
+ *   type reduces as its elements in kernel layout (lib/coll/staging.ts,
+ *   as on shm), so every op × type nodempi allows works the same on both.
+ * - User-defined ops: one MPI_Op per (Op, Datatype) pair, whose function
+ *   calls the JavaScript function on items of the datatype's extent.
+ *
+ * The numeric arguments of a call go through one Int32Array the addon
+ * keeps (`block`), the per-rank lists through the off-heap argument lists
+ * (lib/args.ts): a call crosses into the addon with its two buffers only.
+ */
+import { argList } from '../args.js';
+import { ROOT, PROC_NULL } from '../constants.js';
+import { BasicType, Datatype } from '../datatype.js';
+import { fail } from '../errors.js';
+import { withCount, type Resolved, type ResolvedV } from '../message.js';
+import { native } from '../native.js';
+import { onOpFree, Op, userOpSpec } from '../op.js';
+import { Mode } from '../request.js';
+import type { CollectiveBackend, InterCollectives, InterRoot, IntraCollectives, Members, Started } from './backend.js';
+import { stageReduce, type Side } from './staging.js';
+
+// native/core/mpi/mpi.h Coll.
+const enum Coll {
+  BARRIER, BCAST, GATHER, GATHERV, SCATTER, SCATTERV, ALLGATHER, ALLGATHERV, ALLTOALL, ALLTOALLV, ALLTOALLW,
+  REDUCE, ALLREDUCE, REDUCE_SCATTER, REDUCE_SCATTER_BLOCK, SCAN, EXSCAN,
+}
+// Slots of the call block (native/napi/mpi_binding.cc Slot).
+const enum K { COLL, COMM, SEND_COUNT, SEND_TYPE, RECV_COUNT, RECV_TYPE, OP, ROOT, MODE, FLAGS, LISTS, LIST_LENGTH, SEND_BLOCKS, RECV_BLOCKS, SIZE }
+const SEND_IN_PLACE = 1, RECV_IN_PLACE = 2;
+// Argument lists (lib/args.ts slots) and their bits in K.LISTS.
+const enum L { SEND_COUNTS, SEND_DISPLS, SEND_TYPES, RECV_COUNTS, RECV_DISPLS, RECV_TYPES }
+
+const block = new Int32Array(K.SIZE);
+/** @internal Hands the call block to the addon (lib/backends/mpi.ts, at init). */
+export function shareCallBlock(): void {
+  native.mpiSetCallBlock(block);
+}
+
+const INT_MAX = 0x7fffffff;
+const BYTE = BasicType.BYTE;
+
+// ---- Datatypes and ops as the library knows them --------------------------------
+
+// MPI datatypes of derived (and padded predefined) types, made on first
+// use and released, as the shm backend's descriptions are, when no
+// Datatype refers to them any more (pending operations hold theirs).
+const types = new WeakMap<Datatype, number>();
+const release = new FinalizationRegistry<number>((h) => native.mpiTypeFree(h));
+
+function mpiType(t: Datatype): number {
+  let h = types.get(t);
+  if (h === undefined) {
+    types.set(t, (h = native.mpiTypeCreate(t.layoutWords())));
+    release.register(t, h);
+  }
+  return h;
+}
+
+// An item of `bytes` bytes with no structure: what user ops reduce.
+const opaque = new Map<number, number>();
+function opaqueType(bytes: number): number {
+  let h = opaque.get(bytes);
+  if (h === undefined) opaque.set(bytes, (h = native.mpiOpaqueType(bytes)));
+  return h;
+}
+
+// User ops: an MPI_Op per datatype the op is used with.
+const userOps = new Map<Op, Map<Datatype, number>>();
+onOpFree((op) => {
+  const made = userOps.get(op);
+  if (!made) return;
+  for (const h of made.values()) native.mpiOpFree(h);
+  userOps.delete(op);
+});
+
+function mpiOp(op: Op, t: Datatype): number {
+  if (op.id >= 0) return op.id;
+  let made = userOps.get(op);
+  if (!made) userOps.set(op, (made = new Map()));
+  let h = made.get(t);
+  if (h === undefined) made.set(t, (h = native.mpiOpCreate(userOpSpec(op, t)!, op.commutative)));
+  return h;
+}
+
+// ---- One call ---------------------------------------------------------------------
+
+function count32(call: string, n: number, what: string): number {
+  if (n > INT_MAX) fail('ERR_COUNT', call, `${what} of ${n} exceeds MPI's int counts (2^31 - 1) on the mpi backend`);
+  return n;
+}
+
+// The send (or receive) side of a data-movement call: count and datatype
+// into the block, the view out. `blocks`: how many of them the buffer holds.
+function moving(m: Resolved, side: K.SEND_COUNT | K.RECV_COUNT, blocks: number, call: string): ArrayBufferView {
+  const t = m.type;
+  if (t.contiguous) {
+    block[side] = count32(call, m.bytes, 'a message of bytes');
+    block[side + 1] = BYTE;
+  } else {
+    block[side] = count32(call, m.count, 'a count');
+    block[side + 1] = mpiType(t);
+  }
+  block[side === K.SEND_COUNT ? K.SEND_BLOCKS : K.RECV_BLOCKS] = blocks;
+  return m.view;
+}
+
+// Kernel items per datatype item: a derived type reduces element by element.
+function kernelItems(t: Datatype, op: Op): number {
+  return op.id < 0 || t.predefined ? 1 : t.elements;
+}
+
+// A reduction operand: both sides of a reduction carry the same count and
+// type, and the op.
+function reducing(m: Resolved, side: Side, op: Op, call: string): ArrayBufferView {
+  const user = op.id < 0;
+  const k = stageReduce(m, side, user);
+  block[K.RECV_COUNT] = block[K.SEND_COUNT] = count32(call, k.count, 'a count');
+  block[K.RECV_TYPE] = block[K.SEND_TYPE] = user ? opaqueType(m.type.extent) : k.basic;
+  block[K.OP] = mpiOp(op, m.type);
+  return k.view;
+}
+
+// A v- or w-message's lists into the argument slots: counts in items (bytes
+// for dense types) and displacements in extents, or, with `w`, a datatype
+// per block and byte displacements.
+function vLists(v: ResolvedV, counts: L, call: string, w: boolean): number {
+  const n = v.counts.length;
+  const c = argList(counts, n), d = argList(counts + 1, n);
+  if (v.contiguous) {
+    for (let r = 0; r < n; r++) {
+      c[r] = count32(call, v.bytes[r]!, 'a block of bytes');
+      d[r] = count32(call, v.displs[r]!, 'a displacement');
+    }
+    return (1 << counts) | (1 << (counts + 1)) | (w ? typesList(counts + 2, n, () => BYTE) : 0);
+  }
+  if (!w) {
+    const t = v.types[0]!, ext = t.extent;
+    for (let r = 0; r < n; r++) {
+      c[r] = count32(call, v.counts[r]!, 'a count');
+      d[r] = ext === 0 ? 0 : v.displs[r]! / ext;
+    }
+    return (1 << counts) | (1 << (counts + 1));
+  }
+  for (let r = 0; r < n; r++) {
+    const t = v.types[r]!;
+    c[r] = count32(call, t.contiguous ? v.bytes[r]! : v.counts[r]!, 'a count');
+    d[r] = count32(call, v.displs[r]!, 'a displacement');
+  }
+  return (1 << counts) | (1 << (counts + 1)) | typesList(counts + 2, n, (r) => (v.types[r]!.contiguous ? BYTE : mpiType(v.types[r]!)));
+}
+
+function typesList(slot: number, n: number, type: (r: number) => number): number {
+  const t = argList(slot, n);
+  for (let r = 0; r < n; r++) t[r] = type(r);
+  return 1 << slot;
+}
+
+// The type of a v-message's blocks, for MPI's single-type v-collectives.
+function vType(v: ResolvedV): number {
+  return v.contiguous ? BYTE : mpiType(v.types[0]!);
+}
+
+function run(coll: Coll, c: Members, send: ArrayBufferView | null, recv: ArrayBufferView | null, mode: Mode,
+  flags = 0, lists = 0, n = 0): Started {
+  block[K.COLL] = coll;
+  block[K.COMM] = c.handle;
+  block[K.MODE] = mode;
+  block[K.FLAGS] = flags;
+  block[K.LISTS] = lists;
+  block[K.LIST_LENGTH] = n;
+  return native.mpiColl(send, recv);
+}
+
+// Every call starts from an empty block: fields a call does not set must
+// not carry an earlier call's values (one that failed half way included)
+// into the bounds checks.
+function clear(): void {
+  block[K.SEND_COUNT] = block[K.RECV_COUNT] = 0;
+  block[K.SEND_TYPE] = block[K.RECV_TYPE] = BYTE;
+  block[K.SEND_BLOCKS] = block[K.RECV_BLOCKS] = 1;
+  block[K.OP] = block[K.ROOT] = 0;
+}
+clear();
+
+// ---- Intracommunicators ---------------------------------------------------------
+
+function cleared<T extends object>(fns: T): T {
+  const out: Record<string, unknown> = {};
+  for (const [name, f] of Object.entries(fns)) {
+    out[name] = (...args: unknown[]) => {
+      clear();
+      return (f as (...a: unknown[]) => Started)(...args);
+    };
+  }
+  return out as T;
+}
+
+const intra: IntraCollectives = cleared({
+  barrier: (c, mode) => run(Coll.BARRIER, c, null, null, mode),
+
+  bcast(c, buf, root, mode) {
+    const v = moving(buf, K.RECV_COUNT, 1, 'bcast');
+    block[K.ROOT] = root;
+    return run(Coll.BCAST, c, null, v, mode);
+  },
+
+  gather(c, send, recv, root, mode) {
+    block[K.ROOT] = root;
+    const s = send && moving(send, K.SEND_COUNT, 1, 'gather');
+    const r = recv && moving(recv, K.RECV_COUNT, c.size, 'gather');
+    return run(Coll.GATHER, c, s, r, mode, recv !== null && send === null ? SEND_IN_PLACE : 0);
+  },
+
+  scatter(c, send, recv, root, mode) {
+    block[K.ROOT] = root;
+    const s = send && moving(send, K.SEND_COUNT, c.size, 'scatter');
+    const r = recv && moving(recv, K.RECV_COUNT, 1, 'scatter');
+    return run(Coll.SCATTER, c, s, r, mode, send !== null && recv === null ? RECV_IN_PLACE : 0);
+  },
+
+  allgather(c, send, recv, mode) {
+    const s = send && moving(send, K.SEND_COUNT, 1, 'allgather');
+    const r = moving(recv, K.RECV_COUNT, c.size, 'allgather');
+    return run(Coll.ALLGATHER, c, s, r, mode, send ? 0 : SEND_IN_PLACE);
+  },
+
+  alltoall(c, send, recv, mode) {
+    const s = send && moving(send, K.SEND_COUNT, c.size, 'alltoall');
+    const r = moving(recv, K.RECV_COUNT, c.size, 'alltoall');
+    return run(Coll.ALLTOALL, c, s, r, mode, send ? 0 : SEND_IN_PLACE);
+  },
+
+  reduce(c, send, recv, op, root, mode) {
+    block[K.ROOT] = root;
+    if (recv === null) return run(Coll.REDUCE, c, reducing(send!, 'send', op, 'reduce'), null, mode);
+    const r = reducing(recv, send ? 'recv' : 'both', op, 'reduce');
+    const s = send && reducing(send, 'send', op, 'reduce');
+    return run(Coll.REDUCE, c, s, r, mode, send ? 0 : SEND_IN_PLACE);
+  },
+
+  allreduce(c, send, recv, op, mode) {
+    const r = reducing(recv, send ? 'recv' : 'both', op, 'allreduce');
+    const s = send && reducing(send, 'send', op, 'allreduce');
+    return run(Coll.ALLREDUCE, c, s, r, mode, send ? 0 : SEND_IN_PLACE);
+  },
+
+  gatherv(c, send, recv, root, mode) {
+    block[K.ROOT] = root;
+    const s = send && moving(send, K.SEND_COUNT, 1, 'gatherv');
+    if (recv === null) return run(Coll.GATHERV, c, s, null, mode);
+    const lists = vLists(recv, L.RECV_COUNTS, 'gatherv', false);
+    block[K.RECV_TYPE] = vType(recv);
+    return run(Coll.GATHERV, c, s, recv.view, mode, send ? 0 : SEND_IN_PLACE, lists, c.size);
+  },
+
+  scatterv(c, send, recv, root, mode) {
+    block[K.ROOT] = root;
+    const r = recv && moving(recv, K.RECV_COUNT, 1, 'scatterv');
+    if (send === null) return run(Coll.SCATTERV, c, null, r, mode);
+    const lists = vLists(send, L.SEND_COUNTS, 'scatterv', false);
+    block[K.SEND_TYPE] = vType(send);
+    return run(Coll.SCATTERV, c, send.view, r, mode, recv ? 0 : RECV_IN_PLACE, lists, c.size);
+  },
+
+  allgatherv(c, send, recv, mode) {
+    const s = send && moving(send, K.SEND_COUNT, 1, 'allgatherv');
+    const lists = vLists(recv, L.RECV_COUNTS, 'allgatherv', false);
+    block[K.RECV_TYPE] = vType(recv);
+    return run(Coll.ALLGATHERV, c, s, recv.view, mode, send ? 0 : SEND_IN_PLACE, lists, c.size);
+  },
+
+  alltoallv(c, send, recv, mode) {
+    // Dense blocks move as bytes through MPI_Alltoallv; blocks of derived
+    // types (a datatype each, alltoallw's byte displacements) through
+    // MPI_Alltoallw.
+    const w = !recv.contiguous || (send !== null && !send.contiguous);
+    let lists = vLists(recv, L.RECV_COUNTS, 'alltoallv', w);
+    if (send) lists |= vLists(send, L.SEND_COUNTS, 'alltoallv', w);
+    block[K.SEND_TYPE] = block[K.RECV_TYPE] = BYTE;
+    return run(w ? Coll.ALLTOALLW : Coll.ALLTOALLV, c, send && send.view, recv.view, mode, send ? 0 : SEND_IN_PLACE, lists, c.size);
+  },
+
+  reduceScatter(c, send, recv, counts, op, mode) {
+    const per = kernelItems(recv.type, op);
+    const items = argList(L.RECV_COUNTS, counts.length);
+    let total = 0;
+    for (let k = 0; k < counts.length; k++) total += items[k] = count32('reduceScatter', counts[k]! * per, 'a count');
+    const r = reducing(recv, send ? 'recv' : 'both', op, 'reduceScatter');
+    const s = send && reducing(send, 'send', op, 'reduceScatter');
+    // The bounds checks read the send side's count: all of it.
+    block[K.SEND_COUNT] = total;
+    if (!send) block[K.RECV_COUNT] = total;
+    return run(Coll.REDUCE_SCATTER, c, s, r, mode, send ? 0 : SEND_IN_PLACE, 1 << L.RECV_COUNTS, counts.length);
+  },
+
+  reduceScatterBlock(c, send, recv, count, op, mode) {
+    const total = count * c.size, per = kernelItems(recv.type, op);
+    const r = reducing(withCount(recv, send ? count : total), send ? 'recv' : 'both', op, 'reduceScatterBlock');
+    const s = send && reducing(withCount(send, total), 'send', op, 'reduceScatterBlock');
+    // MPI's count is one block's; the bounds checks read whole buffers.
+    block[K.RECV_COUNT] = count * per;
+    block[K.SEND_COUNT] = total * per;
+    block[K.RECV_BLOCKS] = send ? 1 : c.size;
+    return run(Coll.REDUCE_SCATTER_BLOCK, c, s, r, mode, send ? 0 : SEND_IN_PLACE);
+  },
+
+  scan(c, send, recv, op, exclusive, mode) {
+    const call = exclusive ? 'exscan' : 'scan';
+    // exscan leaves rank 0's buffer as it was: stage it both ways.
+    const r = reducing(recv, send && !exclusive ? 'recv' : 'both', op, call);
+    const s = send && reducing(send, 'send', op, call);
+    return run(exclusive ? Coll.EXSCAN : Coll.SCAN, c, s, r, mode, send ? 0 : SEND_IN_PLACE);
+  },
+});
+
+// ---- Intercommunicators ---------------------------------------------------------
+
+// MPI's root argument for a rank of an intercommunicator.
+function rootArg(root: InterRoot): number {
+  return root.role === 'root' ? ROOT : root.role === 'none' ? PROC_NULL : root.rank;
+}
+
+const inter: InterCollectives = cleared({
+  barrier: (c, mode) => run(Coll.BARRIER, c, null, null, mode),
+
+  bcast(c, buf, root, mode) {
+    block[K.ROOT] = rootArg(root);
+    return run(Coll.BCAST, c, null, buf && moving(buf, K.RECV_COUNT, 1, 'bcast'), mode);
+  },
+
+  gather(c, send, recv, root, mode) {
+    block[K.ROOT] = rootArg(root);
+    const s = send && moving(send, K.SEND_COUNT, 1, 'gather');
+    return run(Coll.GATHER, c, s, recv && moving(recv, K.RECV_COUNT, c.remoteSize, 'gather'), mode);
+  },
+
+  gatherv(c, send, recv, root, mode) {
+    block[K.ROOT] = rootArg(root);
+    const s = send && moving(send, K.SEND_COUNT, 1, 'gatherv');
+    if (recv === null) return run(Coll.GATHERV, c, s, null, mode);
+    const lists = vLists(recv, L.RECV_COUNTS, 'gatherv', false);
+    block[K.RECV_TYPE] = vType(recv);
+    return run(Coll.GATHERV, c, s, recv.view, mode, 0, lists, c.remoteSize);
+  },
+
+  scatter(c, send, recv, root, mode) {
+    block[K.ROOT] = rootArg(root);
+    const s = send && moving(send, K.SEND_COUNT, c.remoteSize, 'scatter');
+    return run(Coll.SCATTER, c, s, recv && moving(recv, K.RECV_COUNT, 1, 'scatter'), mode);
+  },
+
+  scatterv(c, send, recv, root, mode) {
+    block[K.ROOT] = rootArg(root);
+    const r = recv && moving(recv, K.RECV_COUNT, 1, 'scatterv');
+    if (send === null) return run(Coll.SCATTERV, c, null, r, mode);
+    const lists = vLists(send, L.SEND_COUNTS, 'scatterv', false);
+    block[K.SEND_TYPE] = vType(send);
+    return run(Coll.SCATTERV, c, send.view, r, mode, 0, lists, c.remoteSize);
+  },
+
+  allgather(c, send, recv, mode) {
+    const s = moving(send, K.SEND_COUNT, 1, 'allgather');
+    return run(Coll.ALLGATHER, c, s, moving(recv, K.RECV_COUNT, c.remoteSize, 'allgather'), mode);
+  },
+
+  allgatherv(c, send, recv, mode) {
+    const s = moving(send, K.SEND_COUNT, 1, 'allgatherv');
+    const lists = vLists(recv, L.RECV_COUNTS, 'allgatherv', false);
+    block[K.RECV_TYPE] = vType(recv);
+    return run(Coll.ALLGATHERV, c, s, recv.view, mode, 0, lists, c.remoteSize);
+  },
+
+  alltoall(c, send, recv, mode) {
+    const s = moving(send, K.SEND_COUNT, c.remoteSize, 'alltoall');
+    return run(Coll.ALLTOALL, c, s, moving(recv, K.RECV_COUNT, c.remoteSize, 'alltoall'), mode);
+  },
+
+  alltoallv(c, send, recv, mode) {
+    const w = !recv.contiguous || !send.contiguous;
+    const lists = vLists(recv, L.RECV_COUNTS, 'alltoallv', w) | vLists(send, L.SEND_COUNTS, 'alltoallv', w);
+    return run(w ? Coll.ALLTOALLW : Coll.ALLTOALLV, c, send.view, recv.view, mode, 0, lists, c.remoteSize);
+  },
+
+  reduce(c, send, recv, op, root, mode) {
+    block[K.ROOT] = rootArg(root);
+    if (root.role === 'none') {
+      // Neither buffer, datatype nor op matters here (MPI 4.1 §6.2.2).
+      block[K.OP] = Op.SUM.id;
+      return run(Coll.REDUCE, c, null, null, mode);
+    }
+    if (root.role === 'root') return run(Coll.REDUCE, c, null, reducing(recv!, 'recv', op, 'reduce'), mode);
+    return run(Coll.REDUCE, c, reducing(send!, 'send', op, 'reduce'), null, mode);
+  },
+
+  allreduce(c, send, recv, op, mode) {
+    const r = reducing(recv, 'recv', op, 'allreduce');
+    return run(Coll.ALLREDUCE, c, reducing(send, 'send', op, 'allreduce'), r, mode);
+  },
+
+  reduceScatterBlock(c, send, recv, op, mode) {
+    const per = kernelItems(recv.type, op);
+    const r = reducing(recv, 'recv', op, 'reduceScatterBlock');
+    const s = reducing(withCount(send, send.count * c.remoteSize), 'send', op, 'reduceScatterBlock');
+    block[K.RECV_COUNT] = recv.count * per;
+    block[K.SEND_COUNT] = send.count * c.remoteSize * per;
+    return run(Coll.REDUCE_SCATTER_BLOCK, c, s, r, mode);
+  },
+
+  reduceScatter(c, send, recv, counts, op, mode) {
+    // MPI reads as much of the send buffer as the remote group's counts add
+    // up to, which this rank cannot see: it learns them first (one small
+    // allgather), as the shm backend does.
+    const theirs = new Int32Array(c.remoteSize);
+    block[K.SEND_COUNT] = 4;
+    block[K.RECV_COUNT] = 4;
+    block[K.RECV_BLOCKS] = c.remoteSize;
+    run(Coll.ALLGATHER, c, Int32Array.of(counts[c.rank]!), theirs, Mode.BLOCKING);
+    clear();
+    let total = 0;
+    for (let i = 0; i < theirs.length; i++) total += theirs[i]!;
+    if (send.count !== total) {
+      fail('ERR_COUNT', 'reduceScatter', `send buffer holds ${send.count} items but the remote group's recvcounts add up to ${total}`);
+    }
+    const per = kernelItems(recv.type, op);
+    const items = argList(L.RECV_COUNTS, counts.length);
+    for (let k = 0; k < counts.length; k++) items[k] = count32('reduceScatter', counts[k]! * per, 'a count');
+    const r = reducing(recv, 'recv', op, 'reduceScatter');
+    const s = reducing(send, 'send', op, 'reduceScatter');
+    block[K.SEND_COUNT] = total * per;
+    return run(Coll.REDUCE_SCATTER, c, s, r, mode, 0, 1 << L.RECV_COUNTS, counts.length);
+  },
+});
+
+/** The MPI library's collectives. */
+export const mpi: CollectiveBackend = { intra, inter };

@@ -1,0 +1,592 @@
+// The system MPI backend's bindings (lib/coll/mpi.ts, lib/backend/mpi.ts):
+// unwrap, call native/core/mpi, wrap. Everything runs on the main thread,
+// so a user op's function is called right where MPI calls it, and
+// completions reach JavaScript through mpiPoll(), which lib/ calls from the
+// event loop while requests are active.
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/datatype/typemap.h"
+#include "core/kernels/kernels.h"
+#include "core/mpi/mpi.h"
+#include "napi/args.h"
+#include "napi/errors.h"
+#include "napi/state.h"
+#include "napi/user_op.h"
+
+namespace nodempi::napi {
+
+// A user-defined op on the MPI backend: its function, and how many active
+// requests still need it (op_free waits for them).
+struct MpiUserOp {
+  std::unique_ptr<UserOp> fn;
+  int uses = 0;
+  bool freed = false;
+};
+
+struct MpiBackend {
+  std::unique_ptr<mpi::Mpi> lib;
+  // The numeric arguments of mpiColl (lib/coll/mpi.ts writes them).
+  Napi::Reference<Napi::Int32Array> block_ref;
+  int32_t* block = nullptr;
+  // Derived datatypes' layouts, for the bounds checks.
+  std::unordered_map<int, std::unique_ptr<datatype::Typemap>> layouts;
+  std::unordered_map<int, MpiUserOp> user_ops;
+  // Item sizes of the opaque types (user ops reduce items of these).
+  std::unordered_map<int, size_t> opaque;
+  // Requests and templates whose call uses a user op, by id.
+  struct UsesOp {
+    int op;
+    bool persistent;
+  };
+  std::unordered_map<int, UsesOp> request_ops;
+  // Completions that waitAny found and wait() will report.
+  std::unordered_map<int, mpi::Completion> found;
+  std::vector<mpi::Completion> polled;
+};
+
+namespace {
+
+// The library is process-wide: one environment (thread) may use it.
+std::atomic<bool> g_taken{false};
+
+// Slots of the call block.
+// SEND_BLOCKS/RECV_BLOCKS: how many counts' worth the buffer holds (one per
+// rank for gather's receive side and the like), for the bounds checks.
+enum Slot : int {
+  COLL, COMM, SEND_COUNT, SEND_TYPE, RECV_COUNT, RECV_TYPE, OP, ROOT, MODE, FLAGS, LISTS, LIST_LENGTH,
+  SEND_BLOCKS, RECV_BLOCKS, BLOCK_SIZE
+};
+// FLAGS bits.
+constexpr int kSendInPlace = 1, kRecvInPlace = 2;
+// LISTS bits: which argument lists (lib/args.ts slots) the call carries.
+enum List : int { SEND_COUNTS, SEND_DISPLS, SEND_TYPES, RECV_COUNTS, RECV_DISPLS, RECV_TYPES, LIST_COUNT };
+
+MpiBackend& backend(Napi::Env env, const char* call) {
+  State& st = State::of(env);
+  if (!st.mpi || !st.mpi->lib) throw_mpi(env, ErrorClass::OTHER, std::string(call) + ": the MPI backend is not open");
+  return *st.mpi;
+}
+
+[[noreturn]] void rethrow(Napi::Env env, const CoreError& e) { throw_mpi(env, e.error_class(), e.what()); }
+
+// Runs f, turning CoreErrors into MPIErrors.
+template <class F>
+auto guarded(Napi::Env env, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const CoreError& e) {
+    rethrow(env, e);
+  }
+}
+
+int int_arg(const Napi::CallbackInfo& info, size_t i) {
+  int32_t v = 0;
+  napi_get_value_int32(info.Env(), info[i], &v);
+  return v;
+}
+
+// ---- Opening and the life cycle -----------------------------------------------
+
+// mpiOpen(candidates): { path, abi } or { tried: [reason per candidate] }
+Napi::Value Open(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  State& st = State::of(env);
+  if (st.mpi) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("path", st.mpi->lib->opened().path);
+    o.Set("abi", st.mpi->lib->opened().abi);
+    return o;
+  }
+  if (g_taken.exchange(true)) {
+    throw_mpi(env, ErrorClass::OTHER,
+              "init: the MPI backend is in use by another thread of this process; MPI is initialised once per process");
+  }
+  Napi::Array list = info[0].As<Napi::Array>();
+  std::vector<std::string> candidates, tried;
+  for (uint32_t i = 0; i < list.Length(); i++) candidates.push_back(list.Get(i).As<Napi::String>().Utf8Value());
+  std::unique_ptr<mpi::Mpi> lib = mpi::open(candidates, tried);
+  Napi::Object out = Napi::Object::New(env);
+  if (!lib) {
+    g_taken = false;
+    Napi::Array t = Napi::Array::New(env, tried.size());
+    for (uint32_t i = 0; i < tried.size(); i++) t.Set(i, tried[i]);
+    out.Set("tried", t);
+    return out;
+  }
+  out.Set("path", lib->opened().path);
+  out.Set("abi", lib->opened().abi);
+  st.mpi = std::make_shared<MpiBackend>();
+  st.mpi->lib = std::move(lib);
+  return out;
+}
+
+Napi::Value LibraryVersion(const Napi::CallbackInfo& info) {
+  return Napi::String::New(info.Env(), backend(info.Env(), "libraryVersion").lib->library_version());
+}
+
+Napi::Value ProcessorName(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "processorName");
+  return Napi::String::New(info.Env(), guarded(info.Env(), [&] { return b.lib->processor_name(); }));
+}
+
+// mpiInit(): [rank, size] in COMM_WORLD
+Napi::Value Init(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "init");
+  int rank = 0, size = 0;
+  guarded(info.Env(), [&] { b.lib->init(&rank, &size); });
+  Napi::Array out = Napi::Array::New(info.Env(), 2);
+  out.Set(0u, rank);
+  out.Set(1u, size);
+  return out;
+}
+
+void Finalize(const Napi::CallbackInfo& info) {
+  State& st = State::of(info.Env());
+  if (st.mpi && st.mpi->lib) guarded(info.Env(), [&] { st.mpi->lib->finalize(); });
+}
+
+void Abort(const Napi::CallbackInfo& info) { backend(info.Env(), "abort").lib->abort(int_arg(info, 0)); }
+
+// ---- Communicators --------------------------------------------------------------
+
+// mpiCommInfo(h): [rank, size, remoteSize (-1 for an intracommunicator)]
+Napi::Value CommInfo(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "comm");
+  int rank = 0, size = 0, remote = -1;
+  guarded(info.Env(), [&] { b.lib->comm_info(int_arg(info, 0), &rank, &size, &remote); });
+  Napi::Array out = Napi::Array::New(info.Env(), 3);
+  out.Set(0u, rank);
+  out.Set(1u, size);
+  out.Set(2u, remote);
+  return out;
+}
+
+Napi::Value CommDup(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "dup");
+  return Napi::Number::New(info.Env(), guarded(info.Env(), [&] { return b.lib->comm_dup(int_arg(info, 0)); }));
+}
+
+// mpiCommSplit(h, color, key): the new handle, -1 for color UNDEFINED
+Napi::Value CommSplit(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "split");
+  return Napi::Number::New(info.Env(), guarded(info.Env(), [&] {
+    return b.lib->comm_split(int_arg(info, 0), int_arg(info, 1), int_arg(info, 2));
+  }));
+}
+
+// mpiCommSplitShared(h, undefined, key)
+Napi::Value CommSplitShared(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "splitType");
+  return Napi::Number::New(info.Env(), guarded(info.Env(), [&] {
+    return b.lib->comm_split_shared(int_arg(info, 0), info[1].ToBoolean(), int_arg(info, 2));
+  }));
+}
+
+// mpiIntercommCreate(local, localLeader, peer (-1 where it does not matter), remoteLeader, tag)
+Napi::Value IntercommCreate(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "createIntercomm");
+  return Napi::Number::New(info.Env(), guarded(info.Env(), [&] {
+    return b.lib->intercomm_create(int_arg(info, 0), int_arg(info, 1), int_arg(info, 2), int_arg(info, 3),
+                                   int_arg(info, 4));
+  }));
+}
+
+Napi::Value IntercommMerge(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "merge");
+  return Napi::Number::New(info.Env(), guarded(info.Env(), [&] {
+    return b.lib->intercomm_merge(int_arg(info, 0), info[1].ToBoolean());
+  }));
+}
+
+void CommFree(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "free");
+  guarded(info.Env(), [&] { b.lib->comm_free(int_arg(info, 0)); });
+}
+
+// mpiWorldRanks(h, remote): COMM_WORLD ranks of the (remote) group
+Napi::Value WorldRanks(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "group");
+  std::vector<int> ranks = guarded(info.Env(), [&] { return b.lib->world_ranks(int_arg(info, 0), info[1].ToBoolean()); });
+  Napi::Int32Array out = Napi::Int32Array::New(info.Env(), ranks.size());
+  if (!ranks.empty()) std::memcpy(out.Data(), ranks.data(), ranks.size() * sizeof(int));
+  return out;
+}
+
+// ---- Datatypes and ops -------------------------------------------------------------
+
+// mpiTypeCreate(description: Float64Array): a committed MPI datatype
+Napi::Value TypeCreate(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  MpiBackend& b = backend(env, "commit");
+  Bytes words = bytes_arg(info, 0, "commit", "description");
+  const double* w = reinterpret_cast<const double*>(words.data);
+  const size_t n = words.length / sizeof(double);
+  return Napi::Number::New(env, guarded(env, [&] {
+    auto layout = std::make_unique<datatype::Typemap>(w, n);
+    int h = b.lib->type_create(w, n);
+    b.layouts[h] = std::move(layout);
+    return h;
+  }));
+}
+
+Napi::Value OpaqueType(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "commit");
+  size_t bytes = size_arg(info, 0, "commit", "item size");
+  int h = guarded(info.Env(), [&] { return b.lib->opaque_type(bytes); });
+  b.opaque[h] = bytes;
+  return Napi::Number::New(info.Env(), h);
+}
+
+void TypeFree(const Napi::CallbackInfo& info) {
+  State& st = State::of(info.Env());
+  if (!st.mpi) return;
+  int h = int_arg(info, 0);
+  st.mpi->lib->type_free(h);
+  st.mpi->layouts.erase(h);
+  st.mpi->opaque.erase(h);
+}
+
+void call_user(void* ctx, void* in, void* inout, int len) {
+  if (len > 0) static_cast<UserOp*>(ctx)->apply(in, inout, size_t(len));
+}
+
+// mpiOpCreate(spec, commute): spec is lib/op.ts's UserOpSpec for one datatype
+Napi::Value OpCreate(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  MpiBackend& b = backend(env, "Op.create");
+  auto fn = std::make_unique<UserOp>(env, info[0].As<Napi::Object>(), false);
+  UserOp* ctx = fn.get();
+  int h = guarded(env, [&] { return b.lib->op_create(call_user, ctx, info[1].ToBoolean()); });
+  b.user_ops[h] = MpiUserOp{std::move(fn), 0, false};
+  return Napi::Number::New(env, h);
+}
+
+void release_op(MpiBackend& b, int h) {
+  auto it = b.user_ops.find(h);
+  if (it == b.user_ops.end() || !it->second.freed || it->second.uses > 0) return;
+  b.lib->op_free(h);
+  b.user_ops.erase(it);
+}
+
+// mpiOpFree(h): released once no active request uses it
+void OpFree(const Napi::CallbackInfo& info) {
+  State& st = State::of(info.Env());
+  if (!st.mpi) return;
+  int h = int_arg(info, 0);
+  auto it = st.mpi->user_ops.find(h);
+  if (it == st.mpi->user_ops.end()) return;
+  it->second.freed = true;
+  release_op(*st.mpi, h);
+}
+
+// ---- Collectives ---------------------------------------------------------------
+
+// mpiSetCallBlock(Int32Array): where mpiColl finds its numeric arguments.
+void SetCallBlock(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "init");
+  Napi::Int32Array block = info[0].As<Napi::Int32Array>();
+  if (block.ElementLength() < BLOCK_SIZE) throw_mpi(info.Env(), ErrorClass::INTERN, "mpiSetCallBlock: too short");
+  b.block_ref = Napi::Persistent(block);
+  b.block = block.Data();
+}
+
+// Bytes `count` items of datatype `type` touch from a buffer's start:
+// [lo, hi), or {0, 0} for none.
+void span_of(MpiBackend& b, Napi::Env env, int type, int64_t count, int64_t& lo, int64_t& hi, const char* call) {
+  lo = hi = 0;
+  if (count <= 0) return;
+  if (type >= 0 && type < int(kernels::TypeId::COUNT)) {
+    hi = count * int64_t(kernels::type_size(kernels::TypeId(type)));
+  } else if (auto it = b.layouts.find(type); it != b.layouts.end()) {
+    guarded(env, [&] { it->second->span(size_t(count), lo, hi); });
+  } else if (auto o = b.opaque.find(type); o != b.opaque.end()) {
+    hi = count * int64_t(o->second);
+  } else {
+    throw_mpi(env, ErrorClass::TYPE, std::string(call) + ": no such datatype on the MPI backend");
+  }
+}
+
+void need_span(Napi::Env env, const Bytes& buf, int64_t lo, int64_t hi, int64_t at, const char* call, const char* what) {
+  if (hi <= lo) return;
+  if (!buf.data || at + lo < 0 || uint64_t(at + hi) > buf.length) {
+    throw_mpi(env, ErrorClass::BUFFER,
+              std::string(call) + ": " + what + " holds " + std::to_string(buf.length) + " bytes, bytes " +
+                  std::to_string(at + lo) + " to " + std::to_string(at + hi) + " needed");
+  }
+}
+
+// List `k` of the argument lists as ints (counts, displacements, types).
+bool list_arg(Napi::Env env, int32_t lists, List k, uint32_t n, std::vector<int>& out, const char* call) {
+  if (!(lists & (1 << k))) return false;
+  const ArgLists& a = State::of(env).arg_lists;
+  if (n > a.width || !a.data) throw_mpi(env, ErrorClass::ARG, std::string(call) + ": argument list too short");
+  const uint8_t* src = a.data + size_t(k) * a.width * sizeof(double);
+  out.resize(n);
+  for (uint32_t r = 0; r < n; r++) {
+    double d;
+    std::memcpy(&d, src + r * sizeof(double), sizeof d);
+    if (!(d >= -2147483648.0 && d <= 2147483647.0) || d != double(int64_t(d))) {
+      throw_mpi(env, ErrorClass::COUNT,
+                std::string(call) + ": counts and displacements must be integers below 2^31 on the MPI backend");
+    }
+    out[r] = int(d);
+  }
+  return true;
+}
+
+// Checks a v-message's blocks against its buffer: block r is counts[r]
+// items of types[r] (or `type`) at displs[r] × (1, or the type's extent).
+void check_blocks(MpiBackend& b, Napi::Env env, const Bytes& buf, const std::vector<int>& counts,
+                  const std::vector<int>& displs, const std::vector<int>* types, int type, bool byte_displs,
+                  const char* call, const char* what) {
+  for (size_t r = 0; r < counts.size(); r++) {
+    int t = types ? (*types)[r] : type;
+    int64_t lo, hi;
+    span_of(b, env, t, counts[r], lo, hi, call);
+    int64_t unit = 1;
+    if (!byte_displs) {
+      if (t >= 0 && t < int(kernels::TypeId::COUNT)) unit = int64_t(kernels::type_size(kernels::TypeId(t)));
+      else if (auto it = b.layouts.find(t); it != b.layouts.end()) unit = it->second->extent();
+      else if (auto o = b.opaque.find(t); o != b.opaque.end()) unit = int64_t(o->second);
+    }
+    need_span(env, buf, lo, hi, int64_t(displs[r]) * unit, call, what);
+  }
+}
+
+// Throws the MPIError for a call whose user op threw on this rank.
+void check_user_op(MpiBackend& b, Napi::Env env, int op, const char* call) {
+  if (op < mpi::kFirstUserOp) return;
+  auto it = b.user_ops.find(op);
+  if (it == b.user_ops.end() || !it->second.fn->failed()) return;
+  UserOp& u = *it->second.fn;
+  std::string msg = std::string(call) + ": the user-defined op threw on this rank";
+  if (!u.failure().empty()) msg += ": " + u.failure();
+  Napi::Error err = mpi_error(env, ErrorClass::OTHER, msg, u.error());
+  u.reset();
+  throw err;
+}
+
+// mpiColl(send, recv): the collective the call block describes.
+// Blocking: undefined; nonblocking: a request id; persistent: a template id.
+Napi::Value Coll(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  MpiBackend& b = backend(env, "collective");
+  const int32_t* k = b.block;
+  mpi::Call c;
+  c.coll = mpi::Coll(k[COLL]);
+  const char* call = mpi::coll_name(c.coll);
+  c.comm = k[COMM];
+  c.send_count = k[SEND_COUNT];
+  c.send_type = k[SEND_TYPE];
+  c.recv_count = k[RECV_COUNT];
+  c.recv_type = k[RECV_TYPE];
+  c.op = k[OP];
+  c.root = k[ROOT];
+  const mpi::Mode mode = mpi::Mode(k[MODE]);
+  const uint32_t n = uint32_t(k[LIST_LENGTH]);
+  Bytes send = bytes_arg(info, 0, call, "send buffer");
+  Bytes recv = bytes_arg(info, 1, call, "receive buffer");
+  const bool send_in_place = k[FLAGS] & kSendInPlace, recv_in_place = k[FLAGS] & kRecvInPlace;
+
+  bool sv = list_arg(env, k[LISTS], SEND_COUNTS, n, c.send_counts, call);
+  list_arg(env, k[LISTS], SEND_DISPLS, n, c.send_displs, call);
+  bool sw = list_arg(env, k[LISTS], SEND_TYPES, n, c.send_types, call);
+  bool rv = list_arg(env, k[LISTS], RECV_COUNTS, n, c.recv_counts, call);
+  list_arg(env, k[LISTS], RECV_DISPLS, n, c.recv_displs, call);
+  bool rw = list_arg(env, k[LISTS], RECV_TYPES, n, c.recv_types, call);
+
+  // The cheap second line behind lib/'s checks: nothing outside a buffer.
+  int64_t lo, hi;
+  if (sv && !c.send_displs.empty()) {
+    check_blocks(b, env, send, c.send_counts, c.send_displs, sw ? &c.send_types : nullptr, c.send_type, sw, call,
+                 "send buffer");
+  } else if (!send_in_place) {
+    span_of(b, env, c.send_type, int64_t(c.send_count) * k[SEND_BLOCKS], lo, hi, call);
+    need_span(env, send, lo, hi, 0, call, "send buffer");
+  }
+  if (rv && !c.recv_displs.empty()) {
+    check_blocks(b, env, recv, c.recv_counts, c.recv_displs, rw ? &c.recv_types : nullptr, c.recv_type, rw, call,
+                 "receive buffer");
+  } else if (!recv_in_place) {
+    span_of(b, env, c.recv_type, int64_t(c.recv_count) * k[RECV_BLOCKS], lo, hi, call);
+    need_span(env, recv, lo, hi, 0, call, "receive buffer");
+  }
+  c.send = send_in_place ? mpi::in_place() : send.data;
+  c.recv = recv_in_place ? mpi::in_place() : recv.data;
+
+  MpiUserOp* user = nullptr;
+  if (c.op >= mpi::kFirstUserOp) {
+    auto it = b.user_ops.find(c.op);
+    if (it == b.user_ops.end() || it->second.freed) throw_mpi(env, ErrorClass::OP, std::string(call) + ": the op has been freed");
+    user = &it->second;
+    user->fn->reset();
+  }
+  const int op = c.op;
+  int id = guarded(env, [&] { return b.lib->run(std::move(c), mode); });
+  if (mode == mpi::Mode::BLOCKING) {
+    check_user_op(b, env, op, call);
+    return env.Undefined();
+  }
+  if (user) {
+    b.request_ops[id] = {op, mode == mpi::Mode::PERSISTENT};
+    if (mode == mpi::Mode::NONBLOCKING) user->uses++;
+  }
+  return Napi::Number::New(env, id);
+}
+
+// ---- Requests -------------------------------------------------------------------
+
+// The end of one round of request `c.id`: null or its MPIError.
+Napi::Value settle(MpiBackend& b, Napi::Env env, const mpi::Completion& c) {
+  Napi::Value err = env.Null();
+  auto it = b.request_ops.find(c.id);
+  if (it != b.request_ops.end()) {
+    int op = it->second.op;
+    auto u = b.user_ops.find(op);
+    if (!it->second.persistent) b.request_ops.erase(it);
+    if (u != b.user_ops.end()) {
+      u->second.uses--;
+      if (c.error_class == 0 && u->second.fn->failed()) {
+        std::string msg = std::string("the user-defined op threw on this rank");
+        if (!u->second.fn->failure().empty()) msg += ": " + u->second.fn->failure();
+        err = mpi_error(env, ErrorClass::OTHER, msg, u->second.fn->error()).Value();
+        u->second.fn->reset();
+      }
+      release_op(b, op);
+    }
+  }
+  if (c.error_class != 0) err = mpi_error(env, ErrorClass(c.error_class), c.message).Value();
+  return err;
+}
+
+// mpiStart(template): starts a round of a persistent request (its id stays the template's)
+void Start(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "PersistentRequest.start");
+  int id = int_arg(info, 0);
+  auto it = b.request_ops.find(id);
+  if (it != b.request_ops.end()) {
+    auto u = b.user_ops.find(it->second.op);
+    if (u != b.user_ops.end()) {
+      u->second.fn->reset();
+      u->second.uses++;
+    }
+  }
+  guarded(info.Env(), [&] { b.lib->start(id); });
+}
+
+void FreeTemplate(const Napi::CallbackInfo& info) {
+  State& st = State::of(info.Env());
+  if (!st.mpi) return;
+  int id = int_arg(info, 0);
+  guarded(info.Env(), [&] { st.mpi->lib->free_template(id); });
+  auto it = st.mpi->request_ops.find(id);
+  if (it != st.mpi->request_ops.end()) {
+    int op = it->second.op;
+    st.mpi->request_ops.erase(it);
+    release_op(*st.mpi, op);
+  }
+}
+
+// mpiTest(id): undefined while active, else null or the MPIError
+Napi::Value Test(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  MpiBackend& b = backend(env, "Request.test");
+  int id = int_arg(info, 0);
+  if (auto f = b.found.find(id); f != b.found.end()) {
+    mpi::Completion c = std::move(f->second);
+    b.found.erase(f);
+    return settle(b, env, c);
+  }
+  mpi::Completion c;
+  if (!guarded(env, [&] { return b.lib->test(id, c); })) return env.Undefined();
+  return settle(b, env, c);
+}
+
+// mpiWait(id): null or the MPIError
+Napi::Value Wait(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  MpiBackend& b = backend(env, "Request.wait");
+  int id = int_arg(info, 0);
+  if (auto f = b.found.find(id); f != b.found.end()) {
+    mpi::Completion c = std::move(f->second);
+    b.found.erase(f);
+    return settle(b, env, c);
+  }
+  mpi::Completion c = guarded(env, [&] { return b.lib->wait(id); });
+  return settle(b, env, c);
+}
+
+// mpiWaitAny(ids): the index of one that completed; wait() on it reports how.
+Napi::Value WaitAny(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  MpiBackend& b = backend(env, "Request.waitAny");
+  Napi::Array list = info[0].As<Napi::Array>();
+  std::vector<int> ids(list.Length());
+  for (uint32_t i = 0; i < list.Length(); i++) {
+    ids[i] = list.Get(i).As<Napi::Number>().Int32Value();
+    if (b.found.count(ids[i])) return Napi::Number::New(env, i);
+  }
+  mpi::Completion c;
+  size_t index = guarded(env, [&] { return b.lib->wait_any(ids, c); });
+  b.found[c.id] = std::move(c);
+  return Napi::Number::New(env, double(index));
+}
+
+// mpiPoll(): the requests that completed since, as [id, error|null, ...].
+Napi::Value Poll(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  MpiBackend& b = backend(env, "progress");
+  b.polled.clear();
+  guarded(env, [&] { b.lib->poll(b.polled); });
+  Napi::Array out = Napi::Array::New(env, 2 * b.polled.size());
+  for (uint32_t i = 0; i < b.polled.size(); i++) {
+    out.Set(2 * i, b.polled[i].id);
+    out.Set(2 * i + 1, settle(b, env, b.polled[i]));
+  }
+  return out;
+}
+
+Napi::Value Active(const Napi::CallbackInfo& info) {
+  State& st = State::of(info.Env());
+  return Napi::Number::New(info.Env(), st.mpi && st.mpi->lib ? double(st.mpi->lib->active()) : 0);
+}
+
+}  // namespace
+
+void register_mpi(Napi::Env env, Napi::Object exports) {
+  exports.Set("mpiOpen", Napi::Function::New(env, Open, "mpiOpen"));
+  exports.Set("mpiLibraryVersion", Napi::Function::New(env, LibraryVersion, "mpiLibraryVersion"));
+  exports.Set("mpiProcessorName", Napi::Function::New(env, ProcessorName, "mpiProcessorName"));
+  exports.Set("mpiInit", Napi::Function::New(env, Init, "mpiInit"));
+  exports.Set("mpiFinalize", Napi::Function::New(env, Finalize, "mpiFinalize"));
+  exports.Set("mpiAbort", Napi::Function::New(env, Abort, "mpiAbort"));
+  exports.Set("mpiCommInfo", Napi::Function::New(env, CommInfo, "mpiCommInfo"));
+  exports.Set("mpiCommDup", Napi::Function::New(env, CommDup, "mpiCommDup"));
+  exports.Set("mpiCommSplit", Napi::Function::New(env, CommSplit, "mpiCommSplit"));
+  exports.Set("mpiCommSplitShared", Napi::Function::New(env, CommSplitShared, "mpiCommSplitShared"));
+  exports.Set("mpiIntercommCreate", Napi::Function::New(env, IntercommCreate, "mpiIntercommCreate"));
+  exports.Set("mpiIntercommMerge", Napi::Function::New(env, IntercommMerge, "mpiIntercommMerge"));
+  exports.Set("mpiCommFree", Napi::Function::New(env, CommFree, "mpiCommFree"));
+  exports.Set("mpiWorldRanks", Napi::Function::New(env, WorldRanks, "mpiWorldRanks"));
+  exports.Set("mpiTypeCreate", Napi::Function::New(env, TypeCreate, "mpiTypeCreate"));
+  exports.Set("mpiOpaqueType", Napi::Function::New(env, OpaqueType, "mpiOpaqueType"));
+  exports.Set("mpiTypeFree", Napi::Function::New(env, TypeFree, "mpiTypeFree"));
+  exports.Set("mpiOpCreate", Napi::Function::New(env, OpCreate, "mpiOpCreate"));
+  exports.Set("mpiOpFree", Napi::Function::New(env, OpFree, "mpiOpFree"));
+  exports.Set("mpiSetCallBlock", Napi::Function::New(env, SetCallBlock, "mpiSetCallBlock"));
+  exports.Set("mpiColl", Napi::Function::New(env, Coll, "mpiColl"));
+  exports.Set("mpiStart", Napi::Function::New(env, Start, "mpiStart"));
+  exports.Set("mpiFreeTemplate", Napi::Function::New(env, FreeTemplate, "mpiFreeTemplate"));
+  exports.Set("mpiTest", Napi::Function::New(env, Test, "mpiTest"));
+  exports.Set("mpiWait", Napi::Function::New(env, Wait, "mpiWait"));
+  exports.Set("mpiWaitAny", Napi::Function::New(env, WaitAny, "mpiWaitAny"));
+  exports.Set("mpiPoll", Napi::Function::New(env, Poll, "mpiPoll"));
+  exports.Set("mpiActive", Napi::Function::New(env, Active, "mpiActive"));
+}
+
+}  // namespace nodempi::napi
