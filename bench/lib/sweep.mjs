@@ -1,6 +1,7 @@
 // The OSU-style sweep shared by every JavaScript implementation (nodempi, the
 // SharedArrayBuffer baseline, the IPC baseline). bench/ompi/osu_coll.c runs
-// the same scheme in C against Open MPI; keep the two in step.
+// the same scheme in C against Open MPI, bench/mpi4py/osu_coll.py in Python
+// over mpi4py; keep the three in step.
 //
 // Per (collective, size), on every rank:
 //   1. correctness: receive buffers filled with NaN, one call, every element

@@ -6,7 +6,8 @@
  * root 0, equal counts and packed displacements for the v and w forms), one
  * JSON line per point on rank 0's stdout.
  *
- * Same scheme as bench/lib/sweep.mjs (keep them in step):
+ * Same scheme as bench/lib/sweep.mjs and bench/mpi4py/osu_coll.py (keep the
+ * three in step):
  *   1. correctness: receive buffers poisoned with NaN, one call, every
  *      element checked (a wrong result prints to stderr and MPI_Abort(2)s);
  *   2. probe: one call, rank 0's wall time broadcast;
