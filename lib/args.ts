@@ -10,12 +10,12 @@
  */
 import { native } from './native.js';
 
-const SLOTS = 6;
+const SLOTS = 10;
 let width = 0;
 let views: Float64Array[] = [];
 
 /**
- * Off-heap slot `slot` (0 to 5; one per list of a call), at least `n`
+ * Off-heap slot `slot` (0 to 9; one per list of a call), at least `n`
  * entries long, to fill in place. It may be longer than `n`: the addon reads
  * one entry per rank.
  */

@@ -12,7 +12,7 @@
  * are active, and inside test()/wait().
  */
 import type { Backend, MadeInter } from '../backend.js';
-import { mpi as collectives, shareCallBlock } from '../coll/mpi.js';
+import { forgetChecks, mpi as collectives, shareCallBlock } from '../coll/mpi.js';
 import { MPIError } from '../errors.js';
 import { native } from '../native.js';
 import { chooseBackend, launcherMismatch, libraryCandidates } from './choose.js';
@@ -89,8 +89,11 @@ const backend: Backend = {
     },
     finalize: () => native.mpiFinalize(),
     // A rank that ends with an error must not wait in MPI_Finalize for
-    // ranks that may be waiting for it: it ends the job instead.
-    exit: (code) => (code === 0 ? native.mpiFinalize() : native.mpiAbort(code)),
+    // ranks that may be waiting for it: it leaves without, and the launcher,
+    // seeing a rank end unfinalized, ends the job (MPI_Abort here would
+    // also end it, but Open MPI's mpirun may drop the rank's last output,
+    // its error message among it).
+    exit: (code) => (code === 0 ? native.mpiFinalize() : undefined),
     abort: (code) => native.mpiAbort(code),
     libraryVersion: () => native.mpiLibraryVersion(),
     processorName: () => native.mpiProcessorName(),
@@ -113,7 +116,10 @@ const backend: Backend = {
       const h = native.mpiCommSplitShared(c.handle, undefined, int32('splitType', 'key', key));
       return h < 0 ? null : { handle: h, world: world(h) };
     },
-    free: (handle) => native.mpiCommFree(handle),
+    free(handle) {
+      forgetChecks(handle);
+      native.mpiCommFree(handle);
+    },
     createInter(q) {
       const peer = q.peer;
       return inter(native.mpiIntercommCreate(q.local.handle, q.localLeader, peer ? peer.comm.handle : -1,

@@ -63,8 +63,9 @@ export interface IntraCollectives {
   gatherv(c: Members, send: Resolved | null, recv: ResolvedV | null, root: number, mode: Mode): Started;
   scatterv(c: Members, send: ResolvedV | null, recv: Resolved | null, root: number, mode: Mode): Started;
   allgatherv(c: Members, send: Resolved | null, recv: ResolvedV, mode: Mode): Started;
-  /** alltoallv and alltoallw (a w-message has a datatype per block). */
   alltoallv(c: Members, send: ResolvedV | null, recv: ResolvedV, mode: Mode): Started;
+  /** A w-message has a datatype per block, and byte displacements. */
+  alltoallw(c: Members, send: ResolvedV | null, recv: ResolvedV, mode: Mode): Started;
   /**
    * `recv` holds this rank's `counts[rank]` items (all of them in place);
    * `send` all sum(counts).
@@ -91,10 +92,15 @@ export interface InterCollectives {
   allgatherv(c: InterMembers, send: Resolved, recv: ResolvedV, mode: Mode): Started;
   alltoall(c: InterMembers, send: Resolved, recv: Resolved, mode: Mode): Started;
   alltoallv(c: InterMembers, send: ResolvedV, recv: ResolvedV, mode: Mode): Started;
+  alltoallw(c: InterMembers, send: ResolvedV, recv: ResolvedV, mode: Mode): Started;
   /** `op` is checked against the datatype where one matters (not at a PROC_NULL rank). */
   reduce(c: InterMembers, send: Resolved | null, recv: Resolved | null, op: Op, root: InterRoot, mode: Mode): Started;
   allreduce(c: InterMembers, send: Resolved, recv: Resolved, op: Op, mode: Mode): Started;
-  /** `send` holds count × remoteSize items, `recv` count. */
+  /**
+   * `send` holds count × size items (one block per rank of the local
+   * group), `recv` count; the remote group's vectors are as long, and
+   * each remote rank gets total / remoteSize items of this group's result.
+   */
   reduceScatterBlock(c: InterMembers, send: Resolved, recv: Resolved, op: Op, mode: Mode): Started;
   /**
    * `counts` has one entry per local rank; `send` must hold what the remote

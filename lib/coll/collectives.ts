@@ -116,6 +116,18 @@ function sendOrInPlace(call: string, spec: SendSpec): Resolved | null {
   return spec === IN_PLACE ? null : resolve(call, 'send buffer', spec);
 }
 
+/**
+ * @internal MPI 4.1 §6.11.1: both groups' recvcounts of an intercommunicator
+ * reduceScatter add up to the same total (every vector's length).
+ */
+export function sameTotals(counts: readonly number[], remoteTotal: number): void {
+  let mine = 0;
+  for (let k = 0; k < counts.length; k++) mine += counts[k]!;
+  if (mine !== remoteTotal) {
+    fail('ERR_COUNT', 'reduceScatter', `recvcounts add up to ${mine} in this group but to ${remoteTotal} in the remote group; they must add up to the same total`);
+  }
+}
+
 // ---- The descriptors ------------------------------------------------------
 
 export const barrier = define<[]>({
@@ -320,11 +332,11 @@ export const alltoallw = define<[send: WMsg | typeof IN_PLACE, recv: WMsg]>({
   intra(b, c, mode, send, recv) {
     const r = resolveW('alltoallw', 'receive spec', recv, c.size, 2);
     const s = send === IN_PLACE ? null : resolveW('alltoallw', 'send spec', send, c.size, 0);
-    return b.alltoallv(c, s, r, mode);
+    return b.alltoallw(c, s, r, mode);
   },
   inter(b, c, mode, send, recv) {
     const s = resolveW('alltoallw', 'send spec', send, c.remoteSize);
-    return b.alltoallv(c, s, resolveW('alltoallw', 'receive spec', recv, c.remoteSize), mode);
+    return b.alltoallw(c, s, resolveW('alltoallw', 'receive spec', recv, c.remoteSize), mode);
   },
 });
 
@@ -377,9 +389,16 @@ export const reduceScatterBlock = define<[send: SendSpec, recv: Msg, op?: Op]>({
     return b.reduceScatterBlock(c, s, r, r.count, op, mode);
   },
   inter(b, c, mode, send, recv, op = Op.SUM) {
-    const s = resolveBlocks('reduceScatterBlock', 'send buffer', send, c.remoteSize);
+    // MPI 4.1 §6.11.2: a rank's vector holds recvcount items per rank of
+    // its own group, and the two groups' vectors are equally long; the
+    // other group's reduced vector is scattered in blocks of recvcount.
+    const s = resolveBlocks('reduceScatterBlock', 'send buffer', send, c.size);
     const r = resolve('reduceScatterBlock', 'receive buffer', recv);
     sameBasic('reduceScatterBlock', s, r);
+    const total = s.count * c.size;
+    if (total % c.remoteSize !== 0) {
+      fail('ERR_COUNT', 'reduceScatterBlock', `the vector of ${total} items does not split evenly among the ${c.remoteSize} ranks of the remote group`);
+    }
     checkOp(op, r.type, 'reduceScatterBlock');
     return b.reduceScatterBlock(c, s, r, op, mode);
   },

@@ -26,7 +26,10 @@ import { native } from '../native.js';
 import { onOpFree, Op, userOpSpec } from '../op.js';
 import { Mode } from '../request.js';
 import type { CollectiveBackend, InterCollectives, InterRoot, IntraCollectives, Members, Started } from './backend.js';
-import { stageReduce, type Side } from './staging.js';
+import { compare, encode, FIELDS, type Signature } from './agree.js';
+import type { InterMembers } from './backend.js';
+import { sameTotals } from './collectives.js';
+import { stageMove, stageMoveV, stageReduce, type Side } from './staging.js';
 
 // native/core/mpi/mpi.h Coll.
 const enum Coll {
@@ -36,8 +39,10 @@ const enum Coll {
 // Slots of the call block (native/napi/mpi_binding.cc Slot).
 const enum K { COLL, COMM, SEND_COUNT, SEND_TYPE, RECV_COUNT, RECV_TYPE, OP, ROOT, MODE, FLAGS, LISTS, LIST_LENGTH, SEND_BLOCKS, RECV_BLOCKS, SIZE }
 const SEND_IN_PLACE = 1, RECV_IN_PLACE = 2;
-// Argument lists (lib/args.ts slots) and their bits in K.LISTS.
-const enum L { SEND_COUNTS, SEND_DISPLS, SEND_TYPES, RECV_COUNTS, RECV_DISPLS, RECV_TYPES }
+// Argument lists (lib/args.ts slots; 0 to 3 hold what resolveV made) and
+// their bits in K.LISTS (bit k - FIRST_LIST for slot k).
+const FIRST_LIST = 4;
+const enum L { SEND_COUNTS = 4, SEND_DISPLS, SEND_TYPES, RECV_COUNTS, RECV_DISPLS, RECV_TYPES }
 
 const block = new Int32Array(K.SIZE);
 /** @internal Hands the call block to the addon (lib/backends/mpi.ts, at init). */
@@ -100,9 +105,10 @@ function count32(call: string, n: number, what: string): number {
 
 // The send (or receive) side of a data-movement call: count and datatype
 // into the block, the view out. `blocks`: how many of them the buffer holds.
-function moving(m: Resolved, side: K.SEND_COUNT | K.RECV_COUNT, blocks: number, call: string): ArrayBufferView {
+// `packed`: the message was staged (stageMove), its view is the packed stream.
+function moving(m: Resolved, side: K.SEND_COUNT | K.RECV_COUNT, blocks: number, call: string, packed = false): ArrayBufferView {
   const t = m.type;
-  if (t.contiguous) {
+  if (t.contiguous || packed) {
     block[side] = count32(call, m.bytes, 'a message of bytes');
     block[side + 1] = BYTE;
   } else {
@@ -110,6 +116,7 @@ function moving(m: Resolved, side: K.SEND_COUNT | K.RECV_COUNT, blocks: number, 
     block[side + 1] = mpiType(t);
   }
   block[side === K.SEND_COUNT ? K.SEND_BLOCKS : K.RECV_BLOCKS] = blocks;
+  sig.bytes = packed ? m.bytes : m.count * t.size;
   return m.view;
 }
 
@@ -118,29 +125,34 @@ function kernelItems(t: Datatype, op: Op): number {
   return op.id < 0 || t.predefined ? 1 : t.elements;
 }
 
-// A reduction operand: both sides of a reduction carry the same count and
-// type, and the op.
+// A reduction operand (the send side's with side 'send'): its count and
+// type in the block, and the op.
 function reducing(m: Resolved, side: Side, op: Op, call: string): ArrayBufferView {
   const user = op.id < 0;
   const k = stageReduce(m, side, user);
-  block[K.RECV_COUNT] = block[K.SEND_COUNT] = count32(call, k.count, 'a count');
-  block[K.RECV_TYPE] = block[K.SEND_TYPE] = user ? opaqueType(m.type.extent) : k.basic;
+  const at = side === 'send' ? K.SEND_COUNT : K.RECV_COUNT;
+  block[at] = count32(call, k.count, 'a count');
+  block[at + 1] = user ? opaqueType(m.type.extent) : k.basic;
   block[K.OP] = mpiOp(op, m.type);
+  sig.op = user ? -2 : op.id;
+  sig.type = user ? 0 : k.basic + 1;
+  sig.bytes = m.count * m.type.size;
   return k.view;
 }
 
 // A v- or w-message's lists into the argument slots: counts in items (bytes
-// for dense types) and displacements in extents, or, with `w`, a datatype
-// per block and byte displacements.
-function vLists(v: ResolvedV, counts: L, call: string, w: boolean): number {
+// for dense types, and for a message staged as packed bytes, `packed`) and
+// displacements in extents, or, with `w`, a datatype per block and byte
+// displacements.
+function vLists(v: ResolvedV, counts: L, call: string, w: boolean, packed = false): number {
   const n = v.counts.length;
   const c = argList(counts, n), d = argList(counts + 1, n);
-  if (v.contiguous) {
+  if (v.contiguous || packed) {
     for (let r = 0; r < n; r++) {
       c[r] = count32(call, v.bytes[r]!, 'a block of bytes');
       d[r] = count32(call, v.displs[r]!, 'a displacement');
     }
-    return (1 << counts) | (1 << (counts + 1)) | (w ? typesList(counts + 2, n, () => BYTE) : 0);
+    return bit(counts) | bit(counts + 1) | (w ? typesList(counts + 2, n, () => BYTE) : 0);
   }
   if (!w) {
     const t = v.types[0]!, ext = t.extent;
@@ -148,20 +160,24 @@ function vLists(v: ResolvedV, counts: L, call: string, w: boolean): number {
       c[r] = count32(call, v.counts[r]!, 'a count');
       d[r] = ext === 0 ? 0 : v.displs[r]! / ext;
     }
-    return (1 << counts) | (1 << (counts + 1));
+    return bit(counts) | bit(counts + 1);
   }
   for (let r = 0; r < n; r++) {
     const t = v.types[r]!;
     c[r] = count32(call, t.contiguous ? v.bytes[r]! : v.counts[r]!, 'a count');
     d[r] = count32(call, v.displs[r]!, 'a displacement');
   }
-  return (1 << counts) | (1 << (counts + 1)) | typesList(counts + 2, n, (r) => (v.types[r]!.contiguous ? BYTE : mpiType(v.types[r]!)));
+  return bit(counts) | bit(counts + 1) | typesList(counts + 2, n, (r) => (v.types[r]!.contiguous ? BYTE : mpiType(v.types[r]!)));
+}
+
+function bit(slot: number): number {
+  return 1 << (slot - FIRST_LIST);
 }
 
 function typesList(slot: number, n: number, type: (r: number) => number): number {
   const t = argList(slot, n);
   for (let r = 0; r < n; r++) t[r] = type(r);
-  return 1 << slot;
+  return bit(slot);
 }
 
 // The type of a v-message's blocks, for MPI's single-type v-collectives.
@@ -171,6 +187,7 @@ function vType(v: ResolvedV): number {
 
 function run(coll: Coll, c: Members, send: ArrayBufferView | null, recv: ArrayBufferView | null, mode: Mode,
   flags = 0, lists = 0, n = 0): Started {
+  if (CHECK && mode === Mode.BLOCKING && !agreeing) agree(coll, c);
   block[K.COLL] = coll;
   block[K.COMM] = c.handle;
   block[K.MODE] = mode;
@@ -188,7 +205,62 @@ function clear(): void {
   block[K.SEND_TYPE] = block[K.RECV_TYPE] = BYTE;
   block[K.SEND_BLOCKS] = block[K.RECV_BLOCKS] = 1;
   block[K.OP] = block[K.ROOT] = 0;
+  sig.op = -1;
+  sig.type = 0;
+  sig.bytes = -1;
 }
+
+// ---- Mismatch detection (lib/coll/agree.ts) ------------------------------------
+
+const CHECK = process.env.NODEMPI_CHECK_SAME === '1';
+// This call's signature, filled by moving() and reducing().
+const sig: Signature = { kind: '', root: -1, op: -1, type: 0, bytes: -1 };
+const V_KINDS = new Set([Coll.GATHERV, Coll.SCATTERV, Coll.ALLGATHERV, Coll.ALLTOALLV, Coll.ALLTOALLW, Coll.REDUCE_SCATTER]);
+// An intercommunicator's groups compare signatures over a merged
+// communicator, made at its first checked collective.
+const merged = new Map<number, number>();
+let agreeing = false;
+
+function agree(coll: Coll, c: Members): void {
+  const inter = 'remoteSize' in c;
+  sig.kind = NAMES[coll]!;
+  // Rooted intercommunicator collectives name the root by role; sizes of
+  // v-collectives differ by design.
+  sig.root = inter || !ROOTED.has(coll) ? -1 : block[K.ROOT]!;
+  if (inter || V_KINDS.has(coll)) sig.bytes = -1;
+  const saved = block.slice();
+  let h = c.handle, n = c.size;
+  if (inter) {
+    h = merged.get(c.handle) ?? native.mpiIntercommMerge(c.handle, false);
+    merged.set(c.handle, h);
+    n = c.size + (c as InterMembers).remoteSize;
+  }
+  const mine = new Float64Array(FIELDS), all = new Float64Array(FIELDS * n);
+  encode(sig, mine);
+  clear();
+  block[K.SEND_COUNT] = block[K.RECV_COUNT] = 8 * FIELDS;
+  block[K.RECV_BLOCKS] = n;
+  agreeing = true;
+  try {
+    run(Coll.ALLGATHER, { handle: h, rank: 0, size: n }, mine, all, Mode.BLOCKING);
+  } finally {
+    agreeing = false;
+    block.set(saved);
+  }
+  compare(NAMES[coll]!, all, n);
+}
+
+/** @internal An intercommunicator is being freed: its merged communicator goes too. */
+export function forgetChecks(handle: number): void {
+  const h = merged.get(handle);
+  if (h === undefined) return;
+  merged.delete(handle);
+  native.mpiCommFree(h);
+}
+
+const NAMES = ['barrier', 'bcast', 'gather', 'gatherv', 'scatter', 'scatterv', 'allgather', 'allgatherv', 'alltoall',
+  'alltoallv', 'alltoallw', 'reduce', 'allreduce', 'reduceScatter', 'reduceScatterBlock', 'scan', 'exscan'];
+const ROOTED = new Set([Coll.BCAST, Coll.GATHER, Coll.GATHERV, Coll.SCATTER, Coll.SCATTERV, Coll.REDUCE]);
 clear();
 
 // ---- Intracommunicators ---------------------------------------------------------
@@ -203,6 +275,8 @@ function cleared<T extends object>(fns: T): T {
   }
   return out as T;
 }
+
+clear();
 
 const intra: IntraCollectives = cleared({
   barrier: (c, mode) => run(Coll.BARRIER, c, null, null, mode),
@@ -272,21 +346,32 @@ const intra: IntraCollectives = cleared({
   },
 
   allgatherv(c, send, recv, mode) {
-    const s = send && moving(send, K.SEND_COUNT, 1, 'allgatherv');
-    const lists = vLists(recv, L.RECV_COUNTS, 'allgatherv', false);
-    block[K.RECV_TYPE] = vType(recv);
-    return run(Coll.ALLGATHERV, c, s, recv.view, mode, send ? 0 : SEND_IN_PLACE, lists, c.size);
+    // Always packed bytes: Open MPI 4.1 picks its allgatherv algorithm from
+    // the send type's size times the receive counts, so ranks whose send
+    // and receive types differ in size (a derived type on one side) pick
+    // different algorithms and wait for each other forever.
+    const sb = send && stageMove(send, 'send');
+    const s = sb && moving(sb, K.SEND_COUNT, 1, 'allgatherv', true);
+    const rb = stageMoveV(recv, send ? 'recv' : 'both');
+    const lists = vLists(rb, L.RECV_COUNTS, 'allgatherv', false, true);
+    block[K.RECV_TYPE] = BYTE;
+    return run(Coll.ALLGATHERV, c, s, rb.view, mode, send ? 0 : SEND_IN_PLACE, lists, c.size);
   },
 
   alltoallv(c, send, recv, mode) {
-    // Dense blocks move as bytes through MPI_Alltoallv; blocks of derived
-    // types (a datatype each, alltoallw's byte displacements) through
-    // MPI_Alltoallw.
-    const w = !recv.contiguous || (send !== null && !send.contiguous);
-    let lists = vLists(recv, L.RECV_COUNTS, 'alltoallv', w);
-    if (send) lists |= vLists(send, L.SEND_COUNTS, 'alltoallv', w);
-    block[K.SEND_TYPE] = block[K.RECV_TYPE] = BYTE;
-    return run(w ? Coll.ALLTOALLW : Coll.ALLTOALLV, c, send && send.view, recv.view, mode, send ? 0 : SEND_IN_PLACE, lists, c.size);
+    let lists = vLists(recv, L.RECV_COUNTS, 'alltoallv', false);
+    block[K.RECV_TYPE] = vType(recv);
+    if (send) {
+      lists |= vLists(send, L.SEND_COUNTS, 'alltoallv', false);
+      block[K.SEND_TYPE] = vType(send);
+    }
+    return run(Coll.ALLTOALLV, c, send && send.view, recv.view, mode, send ? 0 : SEND_IN_PLACE, lists, c.size);
+  },
+
+  alltoallw(c, send, recv, mode) {
+    let lists = vLists(recv, L.RECV_COUNTS, 'alltoallw', true);
+    if (send) lists |= vLists(send, L.SEND_COUNTS, 'alltoallw', true);
+    return run(Coll.ALLTOALLW, c, send && send.view, recv.view, mode, send ? 0 : SEND_IN_PLACE, lists, c.size);
   },
 
   reduceScatter(c, send, recv, counts, op, mode) {
@@ -299,7 +384,7 @@ const intra: IntraCollectives = cleared({
     // The bounds checks read the send side's count: all of it.
     block[K.SEND_COUNT] = total;
     if (!send) block[K.RECV_COUNT] = total;
-    return run(Coll.REDUCE_SCATTER, c, s, r, mode, send ? 0 : SEND_IN_PLACE, 1 << L.RECV_COUNTS, counts.length);
+    return run(Coll.REDUCE_SCATTER, c, s, r, mode, send ? 0 : SEND_IN_PLACE, bit(L.RECV_COUNTS), counts.length);
   },
 
   reduceScatterBlock(c, send, recv, count, op, mode) {
@@ -324,9 +409,19 @@ const intra: IntraCollectives = cleared({
 
 // ---- Intercommunicators ---------------------------------------------------------
 
-// MPI's root argument for a rank of an intercommunicator.
+// MPI's root argument for a rank of an intercommunicator. A rank of the
+// root's group that takes no part (PROC_NULL) passes one byte on both
+// sides, never an empty message: with a zero count Open MPI 4.1's
+// nonblocking intercommunicator collectives lose step with the other
+// ranks and the next one hangs. (MPI ignores these arguments there.)
+const IDLE = new Uint8Array(1);
 function rootArg(root: InterRoot): number {
-  return root.role === 'root' ? ROOT : root.role === 'none' ? PROC_NULL : root.rank;
+  if (root.role === 'none') {
+    block[K.SEND_COUNT] = block[K.RECV_COUNT] = 1;
+    block[K.SEND_TYPE] = block[K.RECV_TYPE] = BasicType.I8;
+    return PROC_NULL;
+  }
+  return root.role === 'root' ? ROOT : root.rank;
 }
 
 const inter: InterCollectives = cleared({
@@ -334,17 +429,32 @@ const inter: InterCollectives = cleared({
 
   bcast(c, buf, root, mode) {
     block[K.ROOT] = rootArg(root);
-    return run(Coll.BCAST, c, null, buf && moving(buf, K.RECV_COUNT, 1, 'bcast'), mode);
+    if (!buf) return run(mode === Mode.BLOCKING ? Coll.BCAST : Coll.SCATTERV, c, IDLE, IDLE, mode);
+    if (mode === Mode.BLOCKING) return run(Coll.BCAST, c, null, moving(buf, K.RECV_COUNT, 1, 'bcast'), mode);
+    // Nonblocking and persistent: a scatterv of the whole buffer to every
+    // remote rank. MPICH 4.0's MPI_Ibcast on an intercommunicator delivers
+    // nothing, or fails an assertion, when the root is not rank 0 of its
+    // group; its scatterv works, and so does Open MPI's.
+    if (root.role === 'root') {
+      const view = moving(buf, K.SEND_COUNT, 1, 'bcast');
+      const n = c.remoteSize, counts = argList(L.SEND_COUNTS, n), displs = argList(L.SEND_DISPLS, n);
+      counts.fill(block[K.SEND_COUNT]!, 0, n);
+      displs.fill(0, 0, n);
+      return run(Coll.SCATTERV, c, view, IDLE, mode, 0, bit(L.SEND_COUNTS) | bit(L.SEND_DISPLS), n);
+    }
+    return run(Coll.SCATTERV, c, IDLE, moving(buf, K.RECV_COUNT, 1, 'bcast'), mode);
   },
 
   gather(c, send, recv, root, mode) {
     block[K.ROOT] = rootArg(root);
+    if (root.role === 'none') return run(Coll.GATHER, c, IDLE, IDLE, mode);
     const s = send && moving(send, K.SEND_COUNT, 1, 'gather');
     return run(Coll.GATHER, c, s, recv && moving(recv, K.RECV_COUNT, c.remoteSize, 'gather'), mode);
   },
 
   gatherv(c, send, recv, root, mode) {
     block[K.ROOT] = rootArg(root);
+    if (root.role === 'none') return run(Coll.GATHERV, c, IDLE, IDLE, mode);
     const s = send && moving(send, K.SEND_COUNT, 1, 'gatherv');
     if (recv === null) return run(Coll.GATHERV, c, s, null, mode);
     const lists = vLists(recv, L.RECV_COUNTS, 'gatherv', false);
@@ -354,12 +464,14 @@ const inter: InterCollectives = cleared({
 
   scatter(c, send, recv, root, mode) {
     block[K.ROOT] = rootArg(root);
+    if (root.role === 'none') return run(Coll.SCATTER, c, IDLE, IDLE, mode);
     const s = send && moving(send, K.SEND_COUNT, c.remoteSize, 'scatter');
     return run(Coll.SCATTER, c, s, recv && moving(recv, K.RECV_COUNT, 1, 'scatter'), mode);
   },
 
   scatterv(c, send, recv, root, mode) {
     block[K.ROOT] = rootArg(root);
+    if (root.role === 'none') return run(Coll.SCATTERV, c, IDLE, IDLE, mode);
     const r = recv && moving(recv, K.RECV_COUNT, 1, 'scatterv');
     if (send === null) return run(Coll.SCATTERV, c, null, r, mode);
     const lists = vLists(send, L.SEND_COUNTS, 'scatterv', false);
@@ -385,9 +497,15 @@ const inter: InterCollectives = cleared({
   },
 
   alltoallv(c, send, recv, mode) {
-    const w = !recv.contiguous || !send.contiguous;
-    const lists = vLists(recv, L.RECV_COUNTS, 'alltoallv', w) | vLists(send, L.SEND_COUNTS, 'alltoallv', w);
-    return run(w ? Coll.ALLTOALLW : Coll.ALLTOALLV, c, send.view, recv.view, mode, 0, lists, c.remoteSize);
+    const lists = vLists(recv, L.RECV_COUNTS, 'alltoallv', false) | vLists(send, L.SEND_COUNTS, 'alltoallv', false);
+    block[K.RECV_TYPE] = vType(recv);
+    block[K.SEND_TYPE] = vType(send);
+    return run(Coll.ALLTOALLV, c, send.view, recv.view, mode, 0, lists, c.remoteSize);
+  },
+
+  alltoallw(c, send, recv, mode) {
+    const lists = vLists(recv, L.RECV_COUNTS, 'alltoallw', true) | vLists(send, L.SEND_COUNTS, 'alltoallw', true);
+    return run(Coll.ALLTOALLW, c, send.view, recv.view, mode, 0, lists, c.remoteSize);
   },
 
   reduce(c, send, recv, op, root, mode) {
@@ -395,7 +513,7 @@ const inter: InterCollectives = cleared({
     if (root.role === 'none') {
       // Neither buffer, datatype nor op matters here (MPI 4.1 §6.2.2).
       block[K.OP] = Op.SUM.id;
-      return run(Coll.REDUCE, c, null, null, mode);
+      return run(Coll.REDUCE, c, IDLE, IDLE, mode);
     }
     if (root.role === 'root') return run(Coll.REDUCE, c, null, reducing(recv!, 'recv', op, 'reduce'), mode);
     return run(Coll.REDUCE, c, reducing(send!, 'send', op, 'reduce'), null, mode);
@@ -409,9 +527,9 @@ const inter: InterCollectives = cleared({
   reduceScatterBlock(c, send, recv, op, mode) {
     const per = kernelItems(recv.type, op);
     const r = reducing(recv, 'recv', op, 'reduceScatterBlock');
-    const s = reducing(withCount(send, send.count * c.remoteSize), 'send', op, 'reduceScatterBlock');
+    const s = reducing(withCount(send, send.count * c.size), 'send', op, 'reduceScatterBlock');
     block[K.RECV_COUNT] = recv.count * per;
-    block[K.SEND_COUNT] = send.count * c.remoteSize * per;
+    block[K.SEND_COUNT] = send.count * c.size * per;
     return run(Coll.REDUCE_SCATTER_BLOCK, c, s, r, mode);
   },
 
@@ -427,6 +545,7 @@ const inter: InterCollectives = cleared({
     clear();
     let total = 0;
     for (let i = 0; i < theirs.length; i++) total += theirs[i]!;
+    sameTotals(counts, total);
     if (send.count !== total) {
       fail('ERR_COUNT', 'reduceScatter', `send buffer holds ${send.count} items but the remote group's recvcounts add up to ${total}`);
     }
@@ -436,7 +555,7 @@ const inter: InterCollectives = cleared({
     const r = reducing(recv, 'recv', op, 'reduceScatter');
     const s = reducing(send, 'send', op, 'reduceScatter');
     block[K.SEND_COUNT] = total * per;
-    return run(Coll.REDUCE_SCATTER, c, s, r, mode, 0, 1 << L.RECV_COUNTS, counts.length);
+    return run(Coll.REDUCE_SCATTER, c, s, r, mode, 0, bit(L.RECV_COUNTS), counts.length);
   },
 });
 

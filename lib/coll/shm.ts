@@ -14,6 +14,7 @@ import { argList, offHeap } from '../args.js';
 import { BasicType, Datatype } from '../datatype.js';
 import { fail } from '../errors.js';
 import { withCount, type Resolved, type ResolvedV } from '../message.js';
+import { sameTotals } from './collectives.js';
 import { fuseMove, stageMove, stageMoveV, stageReduce, type Side } from './staging.js';
 import { native } from '../native.js';
 import { Op, userOpSpec } from '../op.js';
@@ -26,7 +27,7 @@ function kernelItems(t: Datatype, userOp: boolean): number {
   return t.predefined || userOp ? 1 : t.elements;
 }
 
-const intra: IntraCollectives = {
+const intra: Omit<IntraCollectives, 'alltoallw'> = {
   barrier(c, mode) {
     return native.barrier(c.handle, mode);
   },
@@ -214,7 +215,7 @@ function reducible(m: Resolved, side: Side, op: Op): { view: ArrayBufferView; co
   return { ...k, bytes: k.count * unit };
 }
 
-const inter: InterCollectives = {
+const inter: Omit<InterCollectives, 'alltoallw'> = {
   barrier(c, mode) {
     return native.barrier(c.handle, mode);
   },
@@ -324,8 +325,10 @@ const inter: InterCollectives = {
   },
 
   reduceScatterBlock(c, send, recv, op, mode) {
-    const ks = reducible(withCount(send, send.count * c.remoteSize), 'send', op), kr = reducible(recv, 'recv', op), l = new Lists(c);
-    const [sb, sd] = l.toRemote(() => kr.bytes, (i) => i * kr.bytes);
+    const ks = reducible(withCount(send, send.count * c.size), 'send', op), kr = reducible(recv, 'recv', op), l = new Lists(c);
+    // This group's vector goes to the remote ranks in equal blocks.
+    const block = ks.bytes / c.remoteSize;
+    const [sb, sd] = l.toRemote(() => block, (i) => i * block);
     const [rb] = l.toRemote(() => kr.bytes, () => 0);
     return native.exchangeFold(c.handle, ks.view, sb, sd, kr.view, rb, kr.count, kr.basic, op.id, userOpSpec(op, recv.type), FOLD.reduceScatter, mode);
   },
@@ -340,6 +343,7 @@ const inter: InterCollectives = {
     const [crb, crd] = l.toRemote(() => 8, (i) => 8 * i);
     native.alltoallv(h, Float64Array.of(mine), cb, cd, remoteCounts, crb, crd, Mode.BLOCKING);
     const total = remoteCounts.reduce((a, b) => a + b, 0);
+    sameTotals(counts, total);
     if (send.count !== total) {
       fail('ERR_COUNT', 'reduceScatter', `send buffer holds ${send.count} items but the remote group's recvcounts add up to ${total}`);
     }
@@ -369,5 +373,8 @@ function receiveFromRoot(c: InterMembers, recv: Resolved | null, root: InterRoot
   return native.scatterv(c.handle, null, null, null, m.view, m.bytes, mergedRoot(c, root), mode);
 }
 
-/** The shared-memory transport's collectives. */
-export const shm: CollectiveBackend = { intra, inter };
+/** The shared-memory transport's collectives (alltoallw is alltoallv: both move byte blocks). */
+export const shm: CollectiveBackend = {
+  intra: { ...intra, alltoallw: intra.alltoallv },
+  inter: { ...inter, alltoallw: inter.alltoallv },
+};

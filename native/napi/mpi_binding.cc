@@ -63,8 +63,12 @@ enum Slot : int {
 };
 // FLAGS bits.
 constexpr int kSendInPlace = 1, kRecvInPlace = 2;
-// LISTS bits: which argument lists (lib/args.ts slots) the call carries.
+// LISTS bits: which argument lists the call carries; list k is slot
+// kFirstList + k of the argument lists (lib/args.ts; the slots below hold
+// what lib/ resolved the v-messages to).
+constexpr uint32_t kFirstList = 4;
 enum List : int { SEND_COUNTS, SEND_DISPLS, SEND_TYPES, RECV_COUNTS, RECV_DISPLS, RECV_TYPES, LIST_COUNT };
+static_assert(kFirstList + LIST_COUNT <= kArgLists, "room for every list");
 
 MpiBackend& backend(Napi::Env env, const char* call) {
   State& st = State::of(env);
@@ -325,7 +329,7 @@ bool list_arg(Napi::Env env, int32_t lists, List k, uint32_t n, std::vector<int>
   if (!(lists & (1 << k))) return false;
   const ArgLists& a = State::of(env).arg_lists;
   if (n > a.width || !a.data) throw_mpi(env, ErrorClass::ARG, std::string(call) + ": argument list too short");
-  const uint8_t* src = a.data + size_t(k) * a.width * sizeof(double);
+  const uint8_t* src = a.data + size_t(kFirstList + k) * a.width * sizeof(double);
   out.resize(n);
   for (uint32_t r = 0; r < n; r++) {
     double d;
@@ -416,8 +420,16 @@ Napi::Value Coll(const Napi::CallbackInfo& info) {
     span_of(b, env, c.recv_type, int64_t(c.recv_count) * k[RECV_BLOCKS], lo, hi, call);
     need_span(env, recv, lo, hi, 0, call, "receive buffer");
   }
-  c.send = send_in_place ? mpi::in_place() : send.data;
-  c.recv = recv_in_place ? mpi::in_place() : recv.data;
+  // Empty views share one dummy address (napi/args.h); Open MPI takes the
+  // same address on both sides for an aliasing error.
+  // An absent buffer (one this rank's part does not use: bounds-checked
+  // above to carry nothing) gets a dummy address too: MPICH 4.0 refuses a
+  // null send buffer at the root of an intercommunicator reduce, where it
+  // is not significant.
+  static uint8_t empty_recv[8], absent_send[8], absent_recv[8];
+  if (recv.data && recv.length == 0) recv.data = empty_recv;
+  c.send = send_in_place ? mpi::in_place() : send.data ? send.data : absent_send;
+  c.recv = recv_in_place ? mpi::in_place() : recv.data ? recv.data : absent_recv;
 
   MpiUserOp* user = nullptr;
   if (c.op >= mpi::kFirstUserOp) {

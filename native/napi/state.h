@@ -49,7 +49,7 @@ struct LastLocal {
 // `width` doubles in one ArrayBuffer both sides keep, so that a call names
 // a list by its number instead of passing a view to unwrap (tens of
 // nanoseconds each, four for an alltoallv).
-constexpr uint32_t kArgLists = 6;
+constexpr uint32_t kArgLists = 10;
 struct ArgLists {
   Napi::Reference<Napi::ArrayBuffer> hold;
   const uint8_t* data = nullptr;

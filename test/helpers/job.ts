@@ -16,6 +16,36 @@ export const fixtures = join(root, 'test', 'fixtures');
 /** World sizes every multi-rank suite runs at. */
 export const worldSizes = [1, 2, 3, 4];
 
+/**
+ * How a job is started: `nodempi`, the package's launcher (the shm
+ * backend), or a system MPI's launcher (the mpi backend over that library).
+ */
+export type Launcher = 'nodempi' | 'openmpi' | 'mpich';
+/** The system MPIs the mpi backend's suites run under (CI installs both). */
+export const systemMpis = ['openmpi', 'mpich'] as const;
+export type SystemMpi = (typeof systemMpis)[number];
+
+/**
+ * The command that starts `np` ranks of `node script args` under a system
+ * MPI, with TCP between the ranks as between machines (loopback only),
+ * and the launcher's own time limit.
+ */
+export function mpiCommand(mpi: SystemMpi, np: number, timeoutSec: number, argv: string[]): { cmd: string; argv: string[]; env: Record<string, string> } {
+  if (mpi === 'openmpi') {
+    return {
+      cmd: 'mpirun.openmpi',
+      argv: ['--allow-run-as-root', '--oversubscribe', '--mca', 'pml', 'ob1', '--mca', 'btl', 'self,tcp',
+        '--mca', 'btl_tcp_if_include', 'lo', '--timeout', String(timeoutSec), '-n', String(np), ...argv],
+      env: {},
+    };
+  }
+  return {
+    cmd: 'mpiexec.mpich',
+    argv: ['-n', String(np), '-genv', 'MPIR_CVAR_NOLOCAL', '1', '-genv', 'UCX_TLS', 'tcp,self', ...argv],
+    env: { MPIEXEC_TIMEOUT: String(timeoutSec) },
+  };
+}
+
 export interface JobResult {
   status: number | null;
   signal: NodeJS.Signals | null;
@@ -81,7 +111,16 @@ export function start(cmd: string, argv: string[], opts: StartOptions = {}): Sta
     const limitMs = opts.limitMs ?? 30_000;
     const limit = limitMs > 0 ? setTimeout(() => {
       hung = true;
-      child.kill('SIGKILL');
+      // A detached child leads its own process group: end all of it.
+      if (opts.detached && child.pid) {
+        try {
+          process.kill(-child.pid, 'SIGKILL');
+        } catch {
+          child.kill('SIGKILL');
+        }
+      } else {
+        child.kill('SIGKILL');
+      }
     }, limitMs) : undefined;
     const finish = () => {
       if (finished) return;
@@ -116,16 +155,28 @@ export function nodempi(args: string[], opts: StartOptions = {}): Promise<JobRes
 }
 
 export interface JobOptions extends StartOptions {
-  /** Launcher options before the script, e.g. ['--', process.execPath, '--expose-gc']. */
+  /** Launcher options before the script, e.g. ['--', process.execPath, '--expose-gc'] (nodempi only). */
   launcherArgs?: string[];
   /** The launcher's own timeout (default 120 s): a hang shows as exit status 124 with the output so far. */
   timeoutSec?: number;
+  /** Which launcher starts the ranks (default nodempi). */
+  launcher?: Launcher;
 }
 
-/** Runs `nodempi -n np --timeout T [launcherArgs] fixture args`; `fixture` is relative to test/fixtures. */
+/**
+ * Runs `fixture args` (relative to test/fixtures) on `np` ranks: `nodempi
+ * -n np --timeout T [launcherArgs] fixture args`, or under a system MPI's
+ * launcher (mpiCommand), in a process group of its own so that nothing it
+ * started outlives the hard limit.
+ */
 export function runJob(np: number, fixture: string, args: string[] = [], opts: JobOptions = {}): Promise<JobResult> {
   const script = fixture.startsWith('/') ? fixture : join(fixtures, fixture);
   const timeoutSec = opts.timeoutSec ?? 120;
+  const launcher = opts.launcher ?? 'nodempi';
+  if (launcher !== 'nodempi') {
+    const m = mpiCommand(launcher, np, timeoutSec, [process.execPath, script, ...args]);
+    return start(m.cmd, m.argv, { limitMs: (timeoutSec + 60) * 1000, detached: true, ...opts, env: { ...m.env, ...opts.env } }).done;
+  }
   const argv = ['-n', String(np), '--timeout', String(timeoutSec), ...(opts.launcherArgs ?? []), script, ...args];
   return nodempi(argv, { limitMs: (timeoutSec + 60) * 1000, ...opts });
 }

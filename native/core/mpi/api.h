@@ -57,6 +57,7 @@ struct Api {
   int (*Type_free)(Datatype*);
   int (*Op_create)(UserFunction*, int, Op*);
   int (*Op_free)(Op*);
+  int (*Reduce_local)(const void*, void*, int, Datatype, Op);
 
   // Requests
   int (*Test)(Request*, int*, Status*);

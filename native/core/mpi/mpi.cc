@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "core/datatype/typemap.h"
 #include "core/error.h"
+#include "core/kernels/kernels.h"
 #include "core/mpi/abi.h"
 #include "core/mpi/api.h"
 
@@ -77,6 +79,7 @@ std::string Api<A>::load(void* (*lookup)(const char*)) {
   need(Type_free, "MPI_Type_free");
   need(Op_create, "MPI_Op_create");
   need(Op_free, "MPI_Op_free");
+  need(Reduce_local, "MPI_Reduce_local");
   need(Test, "MPI_Test");
   need(Wait, "MPI_Wait");
   need(Waitany, "MPI_Waitany");
@@ -124,6 +127,59 @@ struct UserSlot {
   void* ctx = nullptr;
 };
 UserSlot g_user[kUserOps];
+
+// A predefined op run by nodempi's own kernel (see Library::calibrate).
+void kernel_hook(void* ctx, void* in, void* inout, int len) {
+  if (len > 0) reinterpret_cast<kernels::ReduceFn>(ctx)(in, inout, inout, size_t(len));
+}
+
+// Operands for trying an (op, type) pair: `n` items of `t`, the same on
+// every rank, with what tells implementations apart: wrap-around, the high
+// bit of unsigned types, signed zeros, infinities and NaN, ties for the
+// pair types, logical values other than 0 and 1.
+std::vector<uint8_t> probe_items(kernels::TypeId t, size_t n, uint64_t seed) {
+  using T = kernels::TypeId;
+  const size_t item = kernels::type_size(t);
+  std::vector<uint8_t> out(n * item, 0);
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  auto next = [&] {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return x;
+  };
+  static const double kSpecial[] = {0.0, -0.0, 1.0, -1.5, 1e308, -1e308, 3e-310, __builtin_inf(), -__builtin_inf(),
+                                    __builtin_nan(""), 2.5, 7.0};
+  auto real = [&](size_t i) { return i % 3 == 0 ? kSpecial[next() % 12] : double(int64_t(next() % 2001) - 1000) / 8; };
+  for (size_t i = 0; i < n; i++) {
+    uint8_t* p = out.data() + i * item;
+    switch (t) {
+      case T::F32: { float v = float(real(i)); std::memcpy(p, &v, 4); break; }
+      case T::F64: { double v = real(i); std::memcpy(p, &v, 8); break; }
+      case T::F80: { long double v = real(i); std::memcpy(p, &v, 10); break; }
+      case T::C32: { float v[2] = {float(real(i)), float(real(i + 1))}; std::memcpy(p, v, 8); break; }
+      case T::C64: { double v[2] = {real(i), real(i + 1)}; std::memcpy(p, v, 16); break; }
+      case T::C80: {
+        long double re = real(i), im = real(i + 1);
+        std::memcpy(p, &re, 10);
+        std::memcpy(p + 16, &im, 10);
+        break;
+      }
+      case T::BOOL: p[0] = next() & 1; break;
+      case T::LOGICAL: { int32_t v = int32_t(next() % 3) - 1; std::memcpy(p, &v, 4); break; }
+      // Pairs: a value from a small set (ties) and an index.
+      case T::FLOAT_INT: { float v = float(next() % 4); int32_t k = int32_t(next() % 64); std::memcpy(p, &v, 4); std::memcpy(p + 4, &k, 4); break; }
+      case T::DOUBLE_INT: { double v = double(next() % 4); int32_t k = int32_t(next() % 64); std::memcpy(p, &v, 8); std::memcpy(p + 8, &k, 4); break; }
+      case T::LONG_INT: { int64_t v = int64_t(next() % 4) - 2; int32_t k = int32_t(next() % 64); std::memcpy(p, &v, 8); std::memcpy(p + 8, &k, 4); break; }
+      case T::TWO_INT: { int32_t v[2] = {int32_t(next() % 4) - 2, int32_t(next() % 64)}; std::memcpy(p, v, 8); break; }
+      case T::SHORT_INT: { int16_t v = int16_t(next() % 4); int32_t k = int32_t(next() % 64); std::memcpy(p, &v, 2); std::memcpy(p + 4, &k, 4); break; }
+      case T::LONG_DOUBLE_INT: { long double v = double(next() % 4); int32_t k = int32_t(next() % 64); std::memcpy(p, &v, 10); std::memcpy(p + 16, &k, 4); break; }
+      case T::TWO_FLOAT: { float v[2] = {float(next() % 4), float(next() % 64)}; std::memcpy(p, v, 8); break; }
+      case T::TWO_DOUBLE: { double v[2] = {double(next() % 4), double(next() % 64)}; std::memcpy(p, v, 16); break; }
+      default:  // integers and BYTE: any bits
+        for (size_t b = 0; b < item; b++) p[b] = uint8_t(next());
+    }
+  }
+  return out;
+}
 
 template <class A, int K>
 void trampoline(void* in, void* inout, int* len, typename A::Datatype*) {
@@ -261,10 +317,25 @@ class Library final : public Mpi {
     check(api_.Comm_rank(world_, rank), "init");
     check(api_.Comm_size(world_, size), "init");
     initialized_ = true;
+    calibrate();
   }
 
   void finalize() override {
     if (!initialized_) return;
+    // What the program did not free: libraries count leaked handles at
+    // MPI_Finalize (MPICH prints them).
+    pending_.each([&](int, Pending& p) {
+      if (p.native && !p.active) api_.Request_free(&p.request);
+    });
+    types_.each([&](int, Datatype& t) { api_.Type_free(&t); });
+    for (auto& u : user_ops_) {
+      api_.Op_free(&u.second);
+      g_user[u.first] = {};
+    }
+    user_ops_.clear();
+    comms_.each([&](int h, Comm& c) {
+      if (h != kWorld && h != kSelf) api_.Comm_free(&c);
+    });
     initialized_ = false;
     int done = 0;
     api_.Finalized(&done);
@@ -430,7 +501,7 @@ class Library final : public Mpi {
     if (p.persistent) {
       // The library's persistent collective where it has one; else the
       // template is restarted as a nonblocking call by start().
-      int rc = issue(p.call, Mode::PERSISTENT, &r, p.w_types);
+      int rc = emulate_persistent(p.call.comm) ? kNoPersistent : issue(p.call, Mode::PERSISTENT, &r, p.w_types);
       if (rc == kNoPersistent) {
         p.native = false;
       } else {
@@ -581,6 +652,12 @@ class Library final : public Mpi {
     return *t;
   }
 
+  // The op of a reduction on datatype handle `t`.
+  Op reduce_op(int h, int t) {
+    if (h >= 0 && h < int(kernels::OpId::COUNT)) return predefined_op(h, t);
+    return op(h);
+  }
+
   Op op(int h) {
     if (h >= 0 && h < int(kernels::OpId::COUNT)) return ops_[size_t(h)];
     for (auto& u : user_ops_) {
@@ -652,18 +729,25 @@ class Library final : public Mpi {
         return NODEMPI_BY_MODE(Alltoallw, s, ints(c.send_counts), ints(c.send_displs), st, rv,
                                ints(c.recv_counts), ints(c.recv_displs), w.data() + c.send_types.size());
       }
-      case Coll::REDUCE:
-        return NODEMPI_BY_MODE(Reduce, s, rv, c.recv_count, type(c.recv_type), op(c.op), root);
+      case Coll::REDUCE: {
+        // Where this rank receives nothing (not the root), the send side
+        // says what is reduced.
+        const bool here = c.recv_count > 0 || c.send_count == 0;
+        const int t = here ? c.recv_type : c.send_type;
+        return NODEMPI_BY_MODE(Reduce, s, rv, here ? c.recv_count : c.send_count, type(t), reduce_op(c.op, t), root);
+      }
       case Coll::ALLREDUCE:
-        return NODEMPI_BY_MODE(Allreduce, s, rv, c.recv_count, type(c.recv_type), op(c.op));
+        return NODEMPI_BY_MODE(Allreduce, s, rv, c.recv_count, type(c.recv_type), reduce_op(c.op, c.recv_type));
       case Coll::REDUCE_SCATTER:
-        return NODEMPI_BY_MODE(Reduce_scatter, s, rv, ints(c.recv_counts), type(c.recv_type), op(c.op));
+        return NODEMPI_BY_MODE(Reduce_scatter, s, rv, ints(c.recv_counts), type(c.recv_type),
+                               reduce_op(c.op, c.recv_type));
       case Coll::REDUCE_SCATTER_BLOCK:
-        return NODEMPI_BY_MODE(Reduce_scatter_block, s, rv, c.recv_count, type(c.recv_type), op(c.op));
+        return NODEMPI_BY_MODE(Reduce_scatter_block, s, rv, c.recv_count, type(c.recv_type),
+                               reduce_op(c.op, c.recv_type));
       case Coll::SCAN:
-        return NODEMPI_BY_MODE(Scan, s, rv, c.recv_count, type(c.recv_type), op(c.op));
+        return NODEMPI_BY_MODE(Scan, s, rv, c.recv_count, type(c.recv_type), reduce_op(c.op, c.recv_type));
       case Coll::EXSCAN:
-        return NODEMPI_BY_MODE(Exscan, s, rv, c.recv_count, type(c.recv_type), op(c.op));
+        return NODEMPI_BY_MODE(Exscan, s, rv, c.recv_count, type(c.recv_type), reduce_op(c.op, c.recv_type));
     }
 #undef NODEMPI_BY_MODE
     throw CoreError(ErrorClass::INTERN, "unknown collective");
@@ -748,6 +832,55 @@ class Library final : public Mpi {
     return t;
   }
 
+  // ---- Predefined ops the library gets wrong -----------------------------------
+  //
+  // Libraries differ from C semantics in places, and from each other: Open
+  // MPI 4.1's AVX ops saturate 8- and 16-bit integer sums instead of
+  // wrapping (its issue 8045, closed as won't fix), MPICH 4.0 compares
+  // 8- and 16-bit unsigned integers as signed in MAX and MIN, and each has
+  // its own rule for NaN. So at init every (op, type) pair nodempi allows
+  // is tried with MPI_Reduce_local against nodempi's kernel on the same
+  // operands; where the results differ in any bit, or the library refuses
+  // the pair, collectives use an MPI_Op that runs nodempi's kernel. The
+  // ranks agree on the verdict (a bitwise OR over COMM_WORLD), since every
+  // rank of a reduction must pass the same op.
+
+  void calibrate() {
+    constexpr size_t kTypes = size_t(kernels::TypeId::COUNT), kOps = size_t(kernels::OpId::COUNT);
+    constexpr size_t kItems = 67;  // vector bodies and tails
+    uint8_t bad[kOps][kTypes] = {};
+    for (size_t t = 0; t < kTypes; t++) {
+      const auto type = kernels::TypeId(t);
+      std::vector<uint8_t> a = probe_items(type, kItems, 2 * t + 1), b = probe_items(type, kItems, 2 * t + 2);
+      for (size_t o = 0; o < kOps; o++) {
+        kernels::ReduceFn fn = kernels::lookup(kernels::OpId(o), type);
+        if (!fn) continue;
+        std::vector<uint8_t> ours(a.size()), theirs = b;
+        fn(a.data(), b.data(), ours.data(), kItems);
+        int rc = api_.Reduce_local(a.data(), theirs.data(), int(kItems), basic_[t], ops_[o]);
+        bad[o][t] = rc != 0 || theirs != ours;
+      }
+    }
+    check(api_.Allreduce(A::in_place(), bad, int(sizeof bad), byte_, ops_[size_t(kernels::OpId::BOR)], world_), "init");
+    for (size_t o = 0; o < kOps; o++) {
+      for (size_t t = 0; t < kTypes; t++) replaced_[o][t] = bad[o][t] ? kReplace : kNative;
+    }
+  }
+
+  // The op for predefined op `o` on basic type `t`: the library's, or one
+  // that runs nodempi's kernel (made on first use).
+  Op predefined_op(int o, int t) {
+    if (t < 0 || t >= int(kernels::TypeId::COUNT)) return ops_[size_t(o)];
+    int& r = replaced_[size_t(o)][size_t(t)];
+    if (r == kNative) return ops_[size_t(o)];
+    if (r == kReplace) {
+      auto fn = kernels::lookup(kernels::OpId(o), kernels::TypeId(t));
+      if (!fn) return ops_[size_t(o)];
+      r = op_create(kernel_hook, reinterpret_cast<void*>(fn), true);
+    }
+    return op(r);
+  }
+
   // ---- Errors ----------------------------------------------------------------
 
   ErrorClass error_class(int rc) {
@@ -794,6 +927,26 @@ class Library final : public Mpi {
   typename A::Errhandler errors_return_{};
   Datatype byte_{}, datatype_null_{};
   bool initialized_ = false;
+  // Whether persistent collectives on `comm` run as nonblocking ones started
+  // anew each time, even where the library has its own: with
+  // NODEMPI_MPI_PERSISTENT=emulate, and on MPICH's intercommunicators, where
+  // MPICH 4.0's persistent collectives deliver wrong data (a gather's root
+  // receives nothing).
+  bool emulate_persistent(int h) {
+    if (emulate_persistent_) return true;
+    if (std::strcmp(A::kName, "MPICH") != 0) return false;
+    int inter = 0;
+    api_.Comm_test_inter(comm(h, "persistent"), &inter);
+    return inter != 0;
+  }
+  const bool emulate_persistent_ = [] {
+    const char* v = std::getenv("NODEMPI_MPI_PERSISTENT");
+    return v && std::strcmp(v, "emulate") == 0;
+  }();
+  // Per predefined op and basic type: kNative, kReplace (not made yet), or
+  // the handle of the kernel-backed op.
+  static constexpr int kNative = -1, kReplace = -2;
+  int replaced_[size_t(kernels::OpId::COUNT)][size_t(kernels::TypeId::COUNT)]{};
 
   Table<Comm> comms_{kWorld};
   Table<Datatype> types_{kFirstDerived};
