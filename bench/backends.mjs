@@ -70,6 +70,8 @@ const usage = `usage: node bench/backends.mjs [options]
                      backends-tcp*.json with --tcp); only the default full one updates bench/BACKENDS.md
   --target-ms T      timed part of each point, per job (default 150)
   --warm-ms W        warm-up part of each point (default 50)
+  --idle-wait-s S    before a job, wait up to S seconds for other work to leave the CPUs idle, and up
+                     to 12 S over the run (default 10, as bench/run.mjs; more on a machine others share)
   --no-idle-wait     start jobs even when something else keeps the CPUs busy
   --budget-min M     after the R runs, jobs with fewer than min(R, 3) clean runs (other processes
                      used < ${EXT_MAX} cores meanwhile) run again while the bench is under M minutes (default 20)
@@ -83,7 +85,7 @@ function options(argv) {
   const v = parseOptions('backends', usage, {
     impl: { type: 'string' }, mpi: { type: 'string' }, np: { type: 'string' }, only: { type: 'string' }, sizes: { type: 'string' },
     runs: { type: 'string' }, quick: { type: 'boolean' }, tcp: { type: 'boolean' }, out: { type: 'string' },
-    'target-ms': { type: 'string' }, 'warm-ms': { type: 'string' }, 'no-idle-wait': { type: 'boolean' },
+    'target-ms': { type: 'string' }, 'warm-ms': { type: 'string' }, 'no-idle-wait': { type: 'boolean' }, 'idle-wait-s': { type: 'string' },
     'budget-min': { type: 'string' }, python: { type: 'string' }, report: { type: 'string' },
   }, argv);
   const num = (x) => (x === undefined ? null : Number(x));
@@ -91,7 +93,7 @@ function options(argv) {
     impls: v.impl === undefined ? IMPLS.slice() : list(v.impl), mpis: v.mpi === undefined ? Object.keys(LIBS) : list(v.mpi),
     nps: v.np === undefined ? [2] : list(v.np, Number), colls: v.only === undefined ? COLLS.slice() : list(v.only),
     sizes: v.sizes === undefined ? SIZES.slice() : list(v.sizes, Number), runs: num(v.runs), quick: !!v.quick, tcp: !!v.tcp,
-    targetMs: num(v['target-ms']), warmMs: num(v['warm-ms']), idleWait: !v['no-idle-wait'], budgetMin: num(v['budget-min']) ?? 20,
+    targetMs: num(v['target-ms']), warmMs: num(v['warm-ms']), idleWait: !v['no-idle-wait'], idleWaitS: num(v['idle-wait-s']) ?? 10, budgetMin: num(v['budget-min']) ?? 20,
     python: v.python ?? null, report: v.report ?? null,
     partial: !!v.quick || ['only', 'sizes', 'mpi'].some((k) => v.seen.has(k)),
   };
@@ -110,6 +112,7 @@ function options(argv) {
   o.targetMs ??= 150;
   o.warmMs ??= 50;
   if (!Number.isInteger(o.runs) || o.runs < 1) die('--runs must be a positive integer');
+  if (!(o.idleWaitS >= 0)) die('--idle-wait-s must be a number of seconds');
   o.fullOut = defaultOut(o.tcp, false);
   o.out = v.out === undefined ? defaultOut(o.tcp, o.partial) : resolve(v.out);
   return o;
@@ -469,7 +472,7 @@ async function main() {
   let rep;
   try {
     rep = await repeatJobs({
-      groups, runs: o.runs, quick: o.quick, idleWait: o.idleWait, budgetMin: o.budgetMin, t0,
+      groups, runs: o.runs, quick: o.quick, idleWait: o.idleWait, idleWaitS: o.idleWaitS, budgetMin: o.budgetMin, t0,
       start: ({ fields }) => {
         const [cmd, args] = jobCommand(fields, sweepOf(fields.np), ctx);
         return runJob(`bench: ${fields.impl}${fields.mpi ? ` on ${LIBS[fields.mpi].name}` : ''} np=${fields.np}`, cmd, args, env,

@@ -10,13 +10,16 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { EXT_MAX, idleWaiter, log, median } from './jobs.mjs';
 
-const IDLE_WAIT_TOTAL = 120; // seconds a whole run may spend waiting for other work to finish
+// seconds one job, and a whole run, may spend waiting for other work to finish
+const IDLE_WAIT_JOB = 10, IDLE_WAIT_TOTAL = 120;
 
 /**
  * Runs `groups` (arrays of jobs; each group, e.g. one world size, is rotated
  * by one place from run to run) `runs` times, then tops up jobs with fewer than
  * min(runs, 3) clean runs, fewest first, while the bench (started at t0, a
  * performance.now() value) is under budgetMin minutes (no top-up with quick).
+ * Before each job it waits for idle CPUs up to idleWaitS seconds (1 with
+ * quick), and 12 times that over the whole run.
  * A job is { fields, name }: fields (e.g. { np, impl }) go into its records
  * after `run` and identify it; name is how the log shows it.
  * start(job) runs it once and resolves with runJob's result (bench/lib/jobs.mjs).
@@ -25,12 +28,14 @@ const IDLE_WAIT_TOTAL = 120; // seconds a whole run may spend waiting for other 
  * Resolves with { runs: job records, failures, busy: the busy fractions seen
  * before jobs, extra: top-up runs, waitedS }.
  */
-export async function repeatJobs({ groups, runs: R, quick = false, idleWait = true, budgetMin, t0, start, keepGoing = () => false }) {
+export async function repeatJobs({
+  groups, runs: R, quick = false, idleWait = true, idleWaitS = IDLE_WAIT_JOB, budgetMin, t0, start, keepGoing = () => false,
+}) {
   const keyOf = (job) => JSON.stringify(job.fields);
   const runs = [], failures = [], busy = [], dropped = new Set();
   let k = 0, extra = 0, waitedTotal = 0;
   const total = R * groups.reduce((n, g) => n + g.length, 0);
-  const waitIdle = idleWaiter(quick ? 1 : 10, IDLE_WAIT_TOTAL);
+  const waitIdle = idleWaiter(quick ? 1 : idleWaitS, idleWaitS * (IDLE_WAIT_TOTAL / IDLE_WAIT_JOB));
   const runOne = async (run, job, tag) => {
     const idle = idleWait ? await waitIdle() : { busyBefore: null, waitedS: 0 };
     waitedTotal += idle.waitedS;
