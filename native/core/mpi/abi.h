@@ -10,7 +10,7 @@
 //
 // Everything a handle-independent caller needs (native/core/mpi/mpi.h)
 // differs between the two only in the types and values below; the code
-// that calls MPI (native/core/mpi/library.cc) is one template over them.
+// that calls MPI (native/core/mpi/mpi.cc) is one template over them.
 // test/native/mpi_abi_test.cc compiles this file against each library's real
 // mpi.h and checks every value.
 #pragma once
