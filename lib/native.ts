@@ -171,6 +171,8 @@ export interface NativeAddon {
   mpiSetCallBlock(block: Int32Array): void;
   /** The collective the call block describes: undefined (blocking), a request id, or a template id. */
   mpiColl(send: View | null, recv: View | null): number | undefined;
+  /** After a blocking collective with user op `op`: what its function threw here (read once), or undefined. */
+  mpiUserOpFailure(op: number): { message: string; error: unknown } | undefined;
   /** Starts a round of a persistent request; it completes under the template's id. */
   mpiStart(template: number): void;
   mpiFreeTemplate(template: number): void;

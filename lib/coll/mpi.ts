@@ -20,7 +20,7 @@
 import { argList } from '../args.js';
 import { ROOT, PROC_NULL } from '../constants.js';
 import { BasicType, Datatype } from '../datatype.js';
-import { fail } from '../errors.js';
+import { fail, MPIError } from '../errors.js';
 import { withCount, type Resolved, type ResolvedV } from '../message.js';
 import { native } from '../native.js';
 import { onOpFree, Op, userOpSpec } from '../op.js';
@@ -29,7 +29,7 @@ import type { CollectiveBackend, InterCollectives, InterRoot, IntraCollectives, 
 import { compare, encode, FIELDS, type Signature } from './agree.js';
 import type { InterMembers } from './backend.js';
 import { sameTotals } from './collectives.js';
-import { stageMove, stageMoveV, stageReduce, type Side } from './staging.js';
+import { refreshEachStart, stageMove, stageMoveV, stageReduce, type Side } from './staging.js';
 
 // native/core/mpi/mpi.h Coll.
 const enum Coll {
@@ -134,7 +134,7 @@ function reducing(m: Resolved, side: Side, op: Op, call: string): ArrayBufferVie
   block[at] = count32(call, k.count, 'a count');
   block[at + 1] = user ? opaqueType(m.type.extent) : k.basic;
   block[K.OP] = mpiOp(op, m.type);
-  sig.op = user ? -2 : op.id;
+  sig.op = user ? USER_OP : op.id;
   sig.type = user ? 0 : k.basic + 1;
   sig.bytes = m.count * m.type.size;
   return k.view;
@@ -185,6 +185,15 @@ function vType(v: ResolvedV): number {
   return v.contiguous ? BYTE : mpiType(v.types[0]!);
 }
 
+// A v-message's buffer copied (read again at every start of a persistent
+// request), with the same blocks.
+function sendCopy(v: ResolvedV): ResolvedV {
+  const src = new Uint8Array(v.view.buffer, v.view.byteOffset, v.view.byteLength);
+  const copy = new Uint8Array(src.length);
+  refreshEachStart(() => copy.set(src));
+  return { ...v, view: copy };
+}
+
 function run(coll: Coll, c: Members, send: ArrayBufferView | null, recv: ArrayBufferView | null, mode: Mode,
   flags = 0, lists = 0, n = 0): Started {
   if (CHECK && mode === Mode.BLOCKING && !agreeing) agree(coll, c);
@@ -194,7 +203,39 @@ function run(coll: Coll, c: Members, send: ArrayBufferView | null, recv: ArrayBu
   block[K.FLAGS] = flags;
   block[K.LISTS] = lists;
   block[K.LIST_LENGTH] = n;
-  return native.mpiColl(send, recv);
+  const op = block[K.OP]!, userOp = sig.op === USER_OP;
+  const id = native.mpiColl(send, recv);
+  if (mode === Mode.BLOCKING && userOp && !agreeing) userOpVerdict(coll, c, op);
+  return id;
+}
+
+// A user op's function that throws fails a blocking collective on every
+// rank, as on shm: the ranks agree (one small allreduce) on the lowest rank
+// where it threw, which carries the thrown value as the cause.
+// Nonblocking and persistent calls fail on the ranks where it threw only.
+// sig.op of a call with a user-defined op (lib/coll/agree.ts).
+const USER_OP = -2;
+function userOpVerdict(coll: Coll, c: Members, op: number): void {
+  const failure = native.mpiUserOpFailure(op);
+  const saved = block.slice();
+  const { h, n, rank } = checkComm(c);
+  const verdict = Int32Array.of(failure ? n - rank : 0), all = new Int32Array(1);
+  clear();
+  block[K.SEND_COUNT] = block[K.RECV_COUNT] = 1;
+  block[K.SEND_TYPE] = block[K.RECV_TYPE] = BasicType.I32;
+  block[K.OP] = Op.MAX.id;
+  agreeing = true;
+  try {
+    run(Coll.ALLREDUCE, { handle: h, rank, size: n }, verdict, all, Mode.BLOCKING);
+  } finally {
+    agreeing = false;
+    block.set(saved);
+  }
+  if (all[0] === 0) return;
+  // An intercommunicator's ranks are numbered as in its merged groups.
+  const culprit = n - all[0]!;
+  const text = `${NAMES[coll]}: the user-defined op threw on rank ${culprit}${failure?.message ? `: ${failure.message}` : ''}`;
+  throw new MPIError('ERR_OTHER', text, failure ? { cause: failure.error } : undefined);
 }
 
 // Every call starts from an empty block: fields a call does not set must
@@ -229,12 +270,7 @@ function agree(coll: Coll, c: Members): void {
   sig.root = inter || !ROOTED.has(coll) ? -1 : block[K.ROOT]!;
   if (inter || V_KINDS.has(coll)) sig.bytes = -1;
   const saved = block.slice();
-  let h = c.handle, n = c.size;
-  if (inter) {
-    h = merged.get(c.handle) ?? native.mpiIntercommMerge(c.handle, false);
-    merged.set(c.handle, h);
-    n = c.size + (c as InterMembers).remoteSize;
-  }
+  const { h, n } = checkComm(c);
   const mine = new Float64Array(FIELDS), all = new Float64Array(FIELDS * n);
   encode(sig, mine);
   clear();
@@ -248,6 +284,16 @@ function agree(coll: Coll, c: Members): void {
     block.set(saved);
   }
   compare(NAMES[coll]!, all, n);
+}
+
+// The intracommunicator to agree over: `c` itself, or an
+// intercommunicator's groups merged (made at its first use, a collective
+// every rank reaches at the same call).
+function checkComm(c: Members): { h: number; n: number; rank: number } {
+  if (!('remoteSize' in c)) return { h: c.handle, n: c.size, rank: c.rank };
+  let h = merged.get(c.handle);
+  if (h === undefined) merged.set(c.handle, (h = native.mpiIntercommMerge(c.handle, false)));
+  return { h, n: c.size + (c as InterMembers).remoteSize, rank: native.mpiCommInfo(h)[0] };
 }
 
 /** @internal An intercommunicator is being freed: its merged communicator goes too. */
@@ -315,8 +361,22 @@ const intra: IntraCollectives = cleared({
 
   reduce(c, send, recv, op, root, mode) {
     block[K.ROOT] = root;
-    if (recv === null) return run(Coll.REDUCE, c, reducing(send!, 'send', op, 'reduce'), null, mode);
+    if (recv === null) {
+      // The library checks op against type on every rank, counts of 0 included.
+      const s = reducing(send!, 'send', op, 'reduce');
+      block[K.RECV_TYPE] = block[K.SEND_TYPE]!;
+      return run(Coll.REDUCE, c, s, null, mode);
+    }
     const r = reducing(recv, send ? 'recv' : 'both', op, 'reduce');
+    if (!send && root !== 0) {
+      // The root's operand as a send buffer of its own: MPICH 4.0 crashes
+      // on MPI_IN_PLACE at a root other than rank 0.
+      const copy = new Uint8Array(r.byteLength), src = new Uint8Array(r.buffer, r.byteOffset, r.byteLength);
+      refreshEachStart(() => copy.set(src));
+      block[K.SEND_COUNT] = block[K.RECV_COUNT]!;
+      block[K.SEND_TYPE] = block[K.RECV_TYPE]!;
+      return run(Coll.REDUCE, c, copy, r, mode);
+    }
     const s = send && reducing(send, 'send', op, 'reduce');
     return run(Coll.REDUCE, c, s, r, mode, send ? 0 : SEND_IN_PLACE);
   },
@@ -358,20 +418,22 @@ const intra: IntraCollectives = cleared({
     return run(Coll.ALLGATHERV, c, s, rb.view, mode, send ? 0 : SEND_IN_PLACE, lists, c.size);
   },
 
+  // In place, the send side is a copy of the receive buffer laid out the
+  // same way: MPICH 4.0's in-place all-to-all-w truncates when ranks use
+  // different datatypes, and the copy costs what the library's own
+  // in-place algorithms copy anyway.
   alltoallv(c, send, recv, mode) {
-    let lists = vLists(recv, L.RECV_COUNTS, 'alltoallv', false);
+    const s = send ?? sendCopy(recv);
+    const lists = vLists(recv, L.RECV_COUNTS, 'alltoallv', false) | vLists(s, L.SEND_COUNTS, 'alltoallv', false);
     block[K.RECV_TYPE] = vType(recv);
-    if (send) {
-      lists |= vLists(send, L.SEND_COUNTS, 'alltoallv', false);
-      block[K.SEND_TYPE] = vType(send);
-    }
-    return run(Coll.ALLTOALLV, c, send && send.view, recv.view, mode, send ? 0 : SEND_IN_PLACE, lists, c.size);
+    block[K.SEND_TYPE] = vType(s);
+    return run(Coll.ALLTOALLV, c, s.view, recv.view, mode, 0, lists, c.size);
   },
 
   alltoallw(c, send, recv, mode) {
-    let lists = vLists(recv, L.RECV_COUNTS, 'alltoallw', true);
-    if (send) lists |= vLists(send, L.SEND_COUNTS, 'alltoallw', true);
-    return run(Coll.ALLTOALLW, c, send && send.view, recv.view, mode, send ? 0 : SEND_IN_PLACE, lists, c.size);
+    const s = send ?? sendCopy(recv);
+    const lists = vLists(recv, L.RECV_COUNTS, 'alltoallw', true) | vLists(s, L.SEND_COUNTS, 'alltoallw', true);
+    return run(Coll.ALLTOALLW, c, s.view, recv.view, mode, 0, lists, c.size);
   },
 
   reduceScatter(c, send, recv, counts, op, mode) {
@@ -511,12 +573,17 @@ const inter: InterCollectives = cleared({
   reduce(c, send, recv, op, root, mode) {
     block[K.ROOT] = rootArg(root);
     if (root.role === 'none') {
-      // Neither buffer, datatype nor op matters here (MPI 4.1 §6.2.2).
+      // Neither buffer, datatype nor op matters here (MPI 4.1 §6.2.2); but
+      // whether the op is the user's decides whether the ranks agree on
+      // its failure afterwards.
       block[K.OP] = Op.SUM.id;
+      sig.op = op.id < 0 ? USER_OP : op.id;
       return run(Coll.REDUCE, c, IDLE, IDLE, mode);
     }
     if (root.role === 'root') return run(Coll.REDUCE, c, null, reducing(recv!, 'recv', op, 'reduce'), mode);
-    return run(Coll.REDUCE, c, reducing(send!, 'send', op, 'reduce'), null, mode);
+    const s = reducing(send!, 'send', op, 'reduce');
+    block[K.RECV_TYPE] = block[K.SEND_TYPE]!;
+    return run(Coll.REDUCE, c, s, null, mode);
   },
 
   allreduce(c, send, recv, op, mode) {

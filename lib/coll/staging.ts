@@ -86,6 +86,15 @@ export function releaseStaging(st: Staging | null): void {
   pool.length = keep;
 }
 
+/**
+ * @internal Runs `fill` now and again before every start of the persistent
+ * request the collective makes (a backend's copy of a send side).
+ */
+export function refreshEachStart(fill: () => void): void {
+  fill();
+  staging().before.push(fill);
+}
+
 /** How a buffer takes part: read (send), written (receive), or both (bcast, IN_PLACE). */
 export type Side = 'send' | 'recv' | 'both';
 

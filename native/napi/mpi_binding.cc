@@ -362,17 +362,21 @@ void check_blocks(MpiBackend& b, Napi::Env env, const Bytes& buf, const std::vec
   }
 }
 
-// Throws the MPIError for a call whose user op threw on this rank.
-void check_user_op(MpiBackend& b, Napi::Env env, int op, const char* call) {
-  if (op < mpi::kFirstUserOp) return;
-  auto it = b.user_ops.find(op);
-  if (it == b.user_ops.end() || !it->second.fn->failed()) return;
+// mpiUserOpFailure(op): after a blocking collective with user op `op`, the
+// value its function threw on this rank (forgotten once read), or
+// undefined. lib/ agrees on it with the other ranks, so that every rank
+// fails the collective, as on shm.
+Napi::Value UserOpFailure(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  MpiBackend& b = backend(env, "collective");
+  auto it = b.user_ops.find(int_arg(info, 0));
+  if (it == b.user_ops.end() || !it->second.fn->failed()) return env.Undefined();
   UserOp& u = *it->second.fn;
-  std::string msg = std::string(call) + ": the user-defined op threw on this rank";
-  if (!u.failure().empty()) msg += ": " + u.failure();
-  Napi::Error err = mpi_error(env, ErrorClass::OTHER, msg, u.error());
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("message", u.failure());
+  out.Set("error", u.error());
   u.reset();
-  throw err;
+  return out;
 }
 
 // mpiColl(send, recv): the collective the call block describes.
@@ -440,10 +444,7 @@ Napi::Value Coll(const Napi::CallbackInfo& info) {
   }
   const int op = c.op;
   int id = guarded(env, [&] { return b.lib->run(std::move(c), mode); });
-  if (mode == mpi::Mode::BLOCKING) {
-    check_user_op(b, env, op, call);
-    return env.Undefined();
-  }
+  if (mode == mpi::Mode::BLOCKING) return env.Undefined();
   if (user) {
     b.request_ops[id] = {op, mode == mpi::Mode::PERSISTENT};
     if (mode == mpi::Mode::NONBLOCKING) user->uses++;
@@ -592,6 +593,7 @@ void register_mpi(Napi::Env env, Napi::Object exports) {
   exports.Set("mpiOpFree", Napi::Function::New(env, OpFree, "mpiOpFree"));
   exports.Set("mpiSetCallBlock", Napi::Function::New(env, SetCallBlock, "mpiSetCallBlock"));
   exports.Set("mpiColl", Napi::Function::New(env, Coll, "mpiColl"));
+  exports.Set("mpiUserOpFailure", Napi::Function::New(env, UserOpFailure, "mpiUserOpFailure"));
   exports.Set("mpiStart", Napi::Function::New(env, Start, "mpiStart"));
   exports.Set("mpiFreeTemplate", Napi::Function::New(env, FreeTemplate, "mpiFreeTemplate"));
   exports.Set("mpiTest", Napi::Function::New(env, Test, "mpiTest"));

@@ -1,0 +1,86 @@
+/**
+ * The multi-rank suites on the mpi backend: the same rank scripts as the
+ * shm suites (test/fixtures), started by a system MPI's launcher with TCP
+ * between the ranks (test/helpers/job.ts mpiCommand), at every world size.
+ * The scripts check their results exactly; where the mpi backend differs
+ * from shm by design (README "Across machines"), they say so themselves
+ * (test/fixtures/check.mjs onMpi).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'vitest';
+
+import { expectPassed, runJob, worldSizes, type SystemMpi } from '../helpers/job.js';
+
+interface Entry {
+  /** Rank script under test/fixtures. */
+  script: string;
+  args?: string[];
+  /** The summary line's name (done(name) in the script). */
+  name: string;
+  env?: Record<string, string>;
+  /** World sizes (default 1-4). */
+  sizes?: number[];
+  timeoutSec?: number;
+  /** A fresh directory as the last argument (barrier's marker files). */
+  dir?: boolean;
+}
+
+const entries: Entry[] = [
+  // Collectives: every datatype and op, every root, IN_PLACE, exact values.
+  ...['bcast', 'gather', 'scatter', 'allgather', 'alltoall', 'reduce', 'allreduce'].map((c) => ({ script: `coll/${c}.mjs`, name: c })),
+  { script: 'coll/barrier.mjs', name: 'barrier', dir: true },
+  ...['root', 'buffer', 'count', 'op', 'type', 'arg'].map((g) => ({ script: 'coll/errors.mjs', args: [g], name: `errors ${g}` })),
+  { script: 'vector-coll/v-variants.mjs', args: ['1'], name: 'vcoll' },
+  { script: 'vector-coll/large.mjs', name: 'vcoll large' },
+  // Derived datatypes: MPI datatypes for data movement, kernel layout for reductions.
+  ...['fixed', 'v', 'inplace'].map((g) => ({ script: 'derived-datatype-coll/move.mjs', args: [g, '1'], name: `dtcoll move ${g} x1 main` })),
+  ...['predefined', 'userop-contig', 'userop-struct', 'userop-holes'].map((g) => ({
+    script: 'derived-datatype-coll/reduce.mjs', args: [g, '1'], name: `dtcoll reduce ${g} x1`,
+  })),
+  { script: 'derived-datatype-coll/large.mjs', name: 'dtcoll large', timeoutSec: 90 },
+  { script: 'derived-datatype-coll/errors.mjs', name: 'dtcoll errors', env: { NODEMPI_CHECK_SAME: '1' } },
+  // User-defined ops through MPI_Op_create, and the datatype layer.
+  { script: 'ops/userop.mjs', name: 'userop' },
+  { script: 'datatype/pack.mjs', name: 'datatype/pack' },
+  // Nonblocking and persistent requests, progressed from the event loop.
+  { script: 'nonblocking/kinds.mjs', args: ['0,7,1500'], name: 'nonblocking kinds' },
+  { script: 'nonblocking/requests.mjs', name: 'request lists' },
+  { script: 'nonblocking/persistent.mjs', args: ['200'], name: 'persistent' },
+  { script: 'nonblocking/persistent.mjs', args: ['50'], name: 'persistent', env: { NODEMPI_MPI_PERSISTENT: 'emulate' } },
+  { script: 'nonblocking/userop.mjs', name: 'nonblocking user ops' },
+  { script: 'nonblocking/many.mjs', args: ['320'], name: 'many outstanding' },
+  { script: 'nonblocking/ordering.mjs', name: 'ordering' },
+  { script: 'nonblocking/eventloop.mjs', name: 'event loop' },
+  // Communicators, groups, intercommunicators.
+  ...['main', 'traffic'].map((p) => ({ script: 'comm/split.mjs', args: [p], name: `split ${p}` })),
+  ...['main', 'freed'].map((p) => ({ script: 'comm/dupcreate.mjs', args: [p], name: `dupcreate ${p}` })),
+  { script: 'comm/group.mjs', name: 'group' },
+  ...['coll', 'userop'].flatMap((part) => [
+    { script: 'comm/intercomm.mjs', args: ['block', part], name: `intercomm block ${part}`, sizes: [2, 3, 4] },
+    { script: 'comm/intercomm.mjs', args: ['interleaved', part], name: `intercomm interleaved ${part}`, sizes: [3, 4] },
+  ]),
+  // Mismatch detection, opt-in here.
+  { script: 'mismatch/mismatch.mjs', name: 'mismatch', env: { NODEMPI_CHECK_SAME: '1' }, sizes: [2, 3, 4] },
+];
+
+/** Every entry at every world size under `mpi`'s launcher. */
+export function mpiSuite(mpi: SystemMpi): void {
+  for (const e of entries) {
+    describe(`${e.script} ${(e.args ?? []).join(' ')}${e.env ? ` ${Object.entries(e.env).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''}`, () => {
+      for (const np of e.sizes ?? worldSizes) {
+        it(`under ${mpi} at np=${np}`, async () => {
+          const dir = e.dir ? mkdtempSync(join(tmpdir(), 'nodempi-mpi-')) : null;
+          try {
+            const args = [...(e.args ?? []), ...(dir ? [dir] : [])];
+            const r = await runJob(np, e.script, args, { launcher: mpi, env: e.env, timeoutSec: e.timeoutSec ?? 120 });
+            expectPassed(r, { name: e.name, np });
+          } finally {
+            if (dir) rmSync(dir, { recursive: true, force: true });
+          }
+        });
+      }
+    });
+  }
+}
