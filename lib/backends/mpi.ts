@@ -58,14 +58,29 @@ function open(env: NodeJS.ProcessEnv): { path: string; abi: string } {
 
 // Progress while requests are active: the library completes requests
 // only when called, so the event loop polls it, between timers and I/O,
-// until none is active.
+// until none is active: at every turn of the loop for SPIN_MS after the
+// last start or completion (most collectives complete within it), then
+// once a millisecond, so that a long wait costs little CPU
+// (bench/BACKENDS.md).
+const SPIN_MS = 2;
 let polling = false;
+let slow: NodeJS.Timeout | null = null;
+let lastActivity = 0;
 let deliverTo: ((done: unknown[]) => void) | null = null;
 function poll(): void {
+  slow = null;
   const done = native.mpiPoll();
-  if (done.length > 0) deliverTo!(done);
-  if (native.mpiActive() > 0) setImmediate(poll);
-  else polling = false;
+  if (done.length > 0) {
+    lastActivity = performance.now();
+    deliverTo!(done);
+  }
+  if (native.mpiActive() === 0) {
+    polling = false;
+  } else if (performance.now() - lastActivity < SPIN_MS) {
+    setImmediate(poll);
+  } else {
+    slow = setTimeout(poll, 1);
+  }
 }
 
 const backend: Backend = {
@@ -143,7 +158,12 @@ const backend: Backend = {
     freeTemplate: (template) => native.mpiFreeTemplate(template),
     watch(deliver) {
       deliverTo = deliver;
-      if (!polling) {
+      lastActivity = performance.now();
+      if (slow) {
+        clearTimeout(slow);
+        slow = null;
+        setImmediate(poll);
+      } else if (!polling) {
         polling = true;
         setImmediate(poll);
       }

@@ -108,6 +108,13 @@ function count32(call: string, n: number, what: string): number {
 // `packed`: the message was staged (stageMove), its view is the packed stream.
 function moving(m: Resolved, side: K.SEND_COUNT | K.RECV_COUNT, blocks: number, call: string, packed = false): ArrayBufferView {
   const t = m.type;
+  if (!packed && side === K.SEND_COUNT && !t.contiguous && overlapping(m, blocks)) {
+    // A send type that reads some bytes more than once travels packed:
+    // Open MPI's tree algorithms receive into scratch with the send type,
+    // which MPI allows only for types that do not overlap.
+    m = stageMove(m, 'send', blocks);
+    packed = true;
+  }
   if (t.contiguous || packed) {
     block[side] = count32(call, m.bytes, 'a message of bytes');
     block[side + 1] = BYTE;
@@ -123,6 +130,13 @@ function moving(m: Resolved, side: K.SEND_COUNT | K.RECV_COUNT, blocks: number, 
 // Kernel items per datatype item: a derived type reduces element by element.
 function kernelItems(t: Datatype, op: Op): number {
   return op.id < 0 || t.predefined ? 1 : t.elements;
+}
+
+// Whether `blocks` blocks of `m` read some bytes twice (more stream than span).
+function overlapping(m: Resolved, blocks: number): boolean {
+  const items = m.count * blocks;
+  const [lo, hi] = m.type.span(items);
+  return items * m.type.size > hi - lo;
 }
 
 // A reduction operand (the send side's with side 'send'): its count and
