@@ -294,7 +294,9 @@ function markdown(result) {
       `${LIBS[mpi4py.lib]?.name ?? 'no library here'} only; ` : config.impls.includes('mpi4py') ? 'mpi4py not found; ' : '') +
     `nodempi ${machine.nodempi} (${machine.commit ?? '?'}${machine.dirty ? ', uncommitted changes' : ''}` +
     (config.impls.some((i) => i.startsWith('nodempi')) && machine.addon?.built
-      ? `; addon ${machine.addon.path}, built ${machine.addon.built}${machine.addon.olderThanSources ? ', older than native/' : ''}` : '') + ').');
+      ? `; addon ${machine.addon.path}, built ${machine.addon.built}${machine.addon.olderThanSources ? ', older than native/' : ''}` +
+        (machine.addonBuiltAtStart !== undefined ? ` (rebuilt during the run: ${machine.addonBuiltAtStart ?? 'missing'} at its start)` : '')
+      : '') + ').');
   lines.push('');
   if (load && load.medianExtCores !== null) {
     const noisyJobs = [...new Set(medians.filter((m) => m.noisy).map((m) => `${m.impl}${m.mpi ? ` (${LIBS[m.mpi].name})` : ''} @${m.np}`))];
@@ -392,9 +394,9 @@ async function main() {
     console.error('bench: dist/ is missing; run `npm run build` first');
     process.exit(1);
   }
-  const machine = machineInfo();
-  if (nodempi.length && machine.addon.olderThanSources) {
-    log(`bench: warning: ${machine.addon.path} is older than native/; the numbers describe an earlier build`);
+  const machineAtStart = machineInfo();
+  if (nodempi.length && machineAtStart.addon.olderThanSources) {
+    log(`bench: warning: ${machineAtStart.addon.path} is older than native/; the numbers describe an earlier build`);
   }
 
   // the libraries that are installed, and their versions
@@ -487,6 +489,13 @@ async function main() {
     rmSync(tmp, { recursive: true, force: true });
   }
 
+  // the addon may be rebuilt while a long run goes on: then the nodempi jobs
+  // are not all of one build, and the results say so
+  const machine = machineInfo();
+  if (machineAtStart.addon.built !== machine.addon.built) {
+    machine.addonBuiltAtStart = machineAtStart.addon.built ?? null;
+    if (nodempi.length) log(`bench: warning: ${machine.addon.path} was rebuilt during the run; its jobs are not all of one build`);
+  }
   const result = {
     date: new Date().toISOString(),
     totalSeconds: (performance.now() - t0) / 1000,
