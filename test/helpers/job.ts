@@ -27,8 +27,8 @@ export type SystemMpi = (typeof systemMpis)[number];
 
 /**
  * The command that starts `np` ranks of `node script args` under a system
- * MPI, with TCP between the ranks as between machines (loopback only),
- * and the launcher's own time limit.
+ * MPI, with the launcher's own time limit. Open MPI's ranks talk TCP
+ * (loopback only) as between machines.
  */
 export function mpiCommand(mpi: SystemMpi, np: number, timeoutSec: number, argv: string[]): { cmd: string; argv: string[]; env: Record<string, string> } {
   if (mpi === 'openmpi') {
@@ -39,15 +39,14 @@ export function mpiCommand(mpi: SystemMpi, np: number, timeoutSec: number, argv:
       env: {},
     };
   }
-  // MPICH 4.0 over UCX 1.13 with TCP alone hangs in MPI_Finalize in about
-  // a third of the runs of 3 ranks or more, a plain C program included (an
-  // allreduce, then MPI_Finalize: both ranks wait in UCX's endpoint flush
-  // and PMI's barrier; see the issue notes). TCP is forced up to 2 ranks;
-  // larger jobs keep MPICH's own transports inside the machine.
-  const tcp = np <= 2 ? ['-genv', 'MPIR_CVAR_NOLOCAL', '1', '-genv', 'UCX_TLS', 'tcp,self'] : [];
+  // MPICH keeps its own transports inside the machine: MPICH 4.0 over
+  // UCX 1.13 with TCP alone (MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self) hangs
+  // in MPI_Finalize in some runs at every world size above 1, a plain C
+  // program included (both ranks wait in UCX's endpoint flush and PMI's
+  // barrier; see the issue notes). Open MPI's suite carries the TCP path.
   return {
     cmd: 'mpiexec.mpich',
-    argv: ['-n', String(np), ...tcp, ...argv],
+    argv: ['-n', String(np), ...argv],
     env: { MPIEXEC_TIMEOUT: String(timeoutSec) },
   };
 }

@@ -957,6 +957,14 @@ class Library final : public Mpi {
 }  // namespace
 
 std::unique_ptr<Mpi> open(const std::vector<std::string>& candidates, std::vector<std::string>& tried) {
+  // UCX (under MPICH's ch4:ucx and Open MPI's pml/ucx) patches mmap, munmap
+  // and brk in the loaded process to learn when registered memory goes
+  // away. Inside Node that makes V8 fault at random (about one run in 60
+  // of a 3-rank MPICH job here; the other hook mode, reloc, hangs instead).
+  // Without the events UCX registers memory per transfer instead of from a
+  // cache. Read by UCX when it is loaded, so set before dlopen; a user's
+  // own setting wins.
+  setenv("UCX_MEM_EVENTS", "no", 0);
   for (const std::string& name : candidates) {
     // RTLD_GLOBAL: the library's own plugins (Open MPI's mca components,
     // MPICH's netmods) resolve their symbols against it.
