@@ -175,6 +175,7 @@ export interface NativeAddon {
   mpiUserOpFailure(op: number): { message: string; error: unknown } | undefined;
   /** Starts a round of a persistent request; it completes under the template's id. */
   mpiStart(template: number): void;
+  mpiRunTemplate(template: number): boolean;
   mpiFreeTemplate(template: number): void;
   mpiTest(id: number): Error | null | undefined;
   mpiWait(id: number): Error | null;

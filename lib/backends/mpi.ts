@@ -12,7 +12,7 @@
  * are active, and inside test()/wait().
  */
 import type { Backend, MadeInter } from '../backend.js';
-import { forgetChecks, mpi as collectives, shareCallBlock } from '../coll/mpi.js';
+import { CHECK, forgetChecks, mpi as collectives, shareCallBlock } from '../coll/mpi.js';
 import { MPIError } from '../errors.js';
 import { native } from '../native.js';
 import { chooseBackend, launcherMismatch, libraryCandidates } from './choose.js';
@@ -156,6 +156,9 @@ const backend: Backend = {
       return template;
     },
     freeTemplate: (template) => native.mpiFreeTemplate(template),
+    // Repeated blocking calls skip their argument checks (lib/replay.ts)
+    // unless every call must first agree with the other ranks' (CHECK).
+    runTemplate: CHECK ? undefined : (template) => native.mpiRunTemplate(template),
     watch(deliver) {
       deliverTo = deliver;
       lastActivity = performance.now();

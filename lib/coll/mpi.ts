@@ -267,7 +267,8 @@ function clear(): void {
 
 // ---- Mismatch detection (lib/coll/agree.ts) ------------------------------------
 
-const CHECK = process.env.NODEMPI_CHECK_SAME === '1';
+/** @internal Mismatch detection is on (README "Across machines"). */
+export const CHECK = process.env.NODEMPI_CHECK_SAME === '1';
 // This call's signature, filled by moving() and reducing().
 const sig: Signature = { kind: '', root: -1, op: -1, type: 0, bytes: -1 };
 const V_KINDS = new Set([Coll.GATHERV, Coll.SCATTERV, Coll.ALLGATHERV, Coll.ALLTOALLV, Coll.ALLTOALLW, Coll.REDUCE_SCATTER]);

@@ -492,6 +492,14 @@ void Start(const Napi::CallbackInfo& info) {
   guarded(info.Env(), [&] { b.lib->start(id); });
 }
 
+// mpiRunTemplate(template): its call once, blocking (lib/replay.ts); false
+// when the template is gone. Replays carry predefined ops only.
+Napi::Value RunTemplate(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "collective");
+  int id = int_arg(info, 0);
+  return Napi::Boolean::New(info.Env(), guarded(info.Env(), [&] { return b.lib->run_template(id); }));
+}
+
 void FreeTemplate(const Napi::CallbackInfo& info) {
   State& st = State::of(info.Env());
   if (!st.mpi) return;
@@ -595,6 +603,7 @@ void register_mpi(Napi::Env env, Napi::Object exports) {
   exports.Set("mpiColl", Napi::Function::New(env, Coll, "mpiColl"));
   exports.Set("mpiUserOpFailure", Napi::Function::New(env, UserOpFailure, "mpiUserOpFailure"));
   exports.Set("mpiStart", Napi::Function::New(env, Start, "mpiStart"));
+  exports.Set("mpiRunTemplate", Napi::Function::New(env, RunTemplate, "mpiRunTemplate"));
   exports.Set("mpiFreeTemplate", Napi::Function::New(env, FreeTemplate, "mpiFreeTemplate"));
   exports.Set("mpiTest", Napi::Function::New(env, Test, "mpiTest"));
   exports.Set("mpiWait", Napi::Function::New(env, Wait, "mpiWait"));

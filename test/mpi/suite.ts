@@ -31,6 +31,8 @@ const entries: Entry[] = [
   // Collectives: every datatype and op, every root, IN_PLACE, exact values.
   ...['bcast', 'gather', 'scatter', 'allgather', 'alltoall', 'reduce', 'allreduce'].map((c) => ({ script: `coll/${c}.mjs`, name: c })),
   { script: 'coll/barrier.mjs', name: 'barrier', dir: true },
+  // Repeated blocking calls run from a template (lib/replay.ts), and calls after finalize.
+  { script: 'coll/replay.mjs', name: 'replay' },
   ...['root', 'buffer', 'count', 'op', 'type', 'arg'].map((g) => ({ script: 'coll/errors.mjs', args: [g], name: `errors ${g}` })),
   { script: 'vector-coll/v-variants.mjs', args: ['1'], name: 'vcoll' },
   { script: 'vector-coll/large.mjs', name: 'vcoll large' },

@@ -1004,7 +1004,8 @@ void test_nonblocking() {
 
 // ---- 8. Persistent -------------------------------------------------------------------
 
-void test_persistent(int vector_type, int struct_type) {
+// Returns a template left for finalize().
+int test_persistent(int vector_type, int struct_type) {
   context("persistent");
   const int r = g_rank;
   Completion done;
@@ -1091,12 +1092,35 @@ void test_persistent(int vector_type, int struct_type) {
   CHECK(g_mpi->test(sum, done));
   CHECK_EQ(done.id, sum);
 
+  // A template run as the blocking call it was made from (repeated
+  // blocking calls, lib/replay.ts), between and after rounds; not while
+  // it is active.
+  for (int round = 0; round < 2; round++) {
+    for (int k = 0; k < 4; k++) send[k] = (r + 1) * (round + 5) + k;
+    std::fill(recv, recv + 4, -1);
+    CHECK(g_mpi->run_template(sum));
+    CHECK_EQ(g_mpi->active(), size_t(0));
+    for (int k = 0; k < 4; k++) CHECK_EQ(recv[k], 6 * (round + 5) + 3 * k);
+  }
+  g_mpi->start(sum);
+  CHECK(!g_mpi->run_template(sum));
+  g_mpi->wait(sum);
+  CHECK(!g_mpi->run_template(-5));
+  // A template made and never started makes no library request (making
+  // one is collective); it runs as blocking calls all the same.
+  const int unstarted = g_mpi->run(allreduce_sum(send, recv, 4), Mode::PERSISTENT);
+  for (int k = 0; k < 4; k++) send[k] = r + k;
+  CHECK(g_mpi->run_template(unstarted));
+  for (int k = 0; k < 4; k++) CHECK_EQ(recv[k], 3 + 3 * k);
+  g_mpi->free_template(unstarted);
+  CHECK(!g_mpi->run_template(unstarted));
+
   g_mpi->free_template(sum);
   g_mpi->free_template(bcast);
   EXPECT_ERROR(REQUEST, "no such request", [&] { g_mpi->start(sum); });
   g_mpi->free_template(sum);  // freed already: ignored
   // a2aw stays for finalize(), which frees what the program did not.
-  (void)a2aw;
+  return a2aw;
 }
 
 // ---- 9. In place ---------------------------------------------------------------------
@@ -1322,7 +1346,7 @@ int main(int argc, char** argv) {
     test_user_ops();
     test_blocking(struct_type);
     test_nonblocking();
-    test_persistent(vector_type, struct_type);
+    const int a2aw_left = test_persistent(vector_type, struct_type);
     test_in_place();
     test_library_bugs();
     test_errors();
@@ -1331,6 +1355,12 @@ int main(int argc, char** argv) {
     g_mpi->finalize();  // once only
     g_mpi->type_free(vector_type);  // after finalize: ignored
     g_mpi->op_free(kFirstUserOp);
+    // Everything else refuses, instead of the library aborting the process.
+    EXPECT_ERROR(COMM, "not valid (freed or finalized)", [&] { g_mpi->run(allreduce_sum(nullptr, nullptr, 0), Mode::BLOCKING); });
+    EXPECT_ERROR(COMM, "not valid (freed or finalized)", [&] { g_mpi->comm_dup(kWorld); });
+    EXPECT_ERROR(REQUEST, "freed at finalize", [&] { g_mpi->start(a2aw_left); });
+    CHECK(!g_mpi->run_template(a2aw_left));
+    g_mpi->free_template(a2aw_left);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mpi_test rank %d [%s]: unexpected error: %s\n", g_rank, g_context.c_str(), e.what());
     std::fflush(stderr);

@@ -251,6 +251,7 @@ class Library final : public Mpi {
     Request request{};
     bool persistent = false;  // a template: kept until free_template
     bool native = false;      // the library's own persistent request (else restarted as nonblocking)
+    bool made = false;        // that request exists (made at the first start)
     bool active = false;
     std::vector<Datatype> w_types;  // alltoallw's, in the library's handles (read until completion)
   };
@@ -325,7 +326,7 @@ class Library final : public Mpi {
     // Datatypes, ops and requests the program did not free: libraries
     // count leaked handles at MPI_Finalize (MPICH prints them).
     pending_.each([&](int, Pending& p) {
-      if (p.native && !p.active) api_.Request_free(&p.request);
+      if (p.made && !p.active) api_.Request_free(&p.request);
     });
     types_.each([&](int, Datatype& t) { api_.Type_free(&t); });
     for (auto& u : user_ops_) {
@@ -395,6 +396,7 @@ class Library final : public Mpi {
 
   void comm_free(int h) override {
     if (h == kWorld || h == kSelf) throw CoreError(ErrorClass::COMM, "free: a predefined communicator");
+    if (!initialized_) return;  // MPI_Finalize freed it
     Comm c = comm(h, "free");
     check(api_.Comm_free(&c), "free");
     comms_.remove(h);
@@ -498,16 +500,12 @@ class Library final : public Mpi {
     p.persistent = mode == Mode::PERSISTENT;
     Request r = request_null_;
     if (p.persistent) {
-      // The library's persistent collective where it has one; else the
-      // template is restarted as a nonblocking call by start().
-      int rc = emulate_persistent(p.call.comm) ? kNoPersistent : issue(p.call, Mode::PERSISTENT, &r, p.w_types);
-      if (rc == kNoPersistent) {
-        p.native = false;
-      } else {
-        check(rc, coll_name(p.call.coll));
-        p.native = true;
-        p.request = r;
-      }
+      // The library's persistent collective where it has one, made at the
+      // first start: making one is collective in MPI (Open MPI takes a
+      // sequence number of the communicator), and templates of repeated
+      // blocking calls (run_template) are made by each rank on its own
+      // and never started. Else start() issues a nonblocking call.
+      p.native = !emulate_persistent(p.call.comm);
       return pending_.add(std::move(p));
     }
     check(issue(p.call, Mode::NONBLOCKING, &r, p.w_types), coll_name(p.call.coll));
@@ -520,6 +518,17 @@ class Library final : public Mpi {
   void start(int id) override {
     Pending& p = pending(id, "PersistentRequest.start");
     if (!p.persistent || p.active) throw CoreError(ErrorClass::REQUEST, "PersistentRequest.start: the request is active");
+    if (p.native && !p.made) {
+      Request r = request_null_;
+      int rc = issue(p.call, Mode::PERSISTENT, &r, p.w_types);
+      if (rc == kNoPersistent) {
+        p.native = false;
+      } else {
+        check(rc, coll_name(p.call.coll));
+        p.request = r;
+        p.made = true;
+      }
+    }
     if (p.native) {
       check(api_.Start(&p.request), "PersistentRequest.start");
     } else {
@@ -531,11 +540,19 @@ class Library final : public Mpi {
     active_++;
   }
 
+  bool run_template(int id) override {
+    Pending* p = initialized_ ? pending_.find(id) : nullptr;
+    if (!p || !p->persistent || p->active) return false;
+    check(issue(p->call, Mode::BLOCKING, nullptr, w_scratch_), coll_name(p->call.coll));
+    return true;
+  }
+
   void free_template(int id) override {
     Pending* p = pending_.find(id);
     if (!p || !p->persistent) return;
+    if (!initialized_) return pending_.remove(id);  // its request went with MPI_Finalize
     if (p->active) throw CoreError(ErrorClass::REQUEST, "PersistentRequest.free: the request is active");
-    if (p->native) api_.Request_free(&p->request);
+    if (p->made) api_.Request_free(&p->request);
     pending_.remove(id);
   }
 
@@ -577,7 +594,7 @@ class Library final : public Mpi {
   }
 
   void poll(std::vector<Completion>& done) override {
-    if (active_ == 0) return;
+    if (active_ == 0 || !initialized_) return;
     poll_ids_.clear();
     poll_reqs_.clear();
     pending_.each([&](int id, Pending& p) {
@@ -626,15 +643,19 @@ class Library final : public Mpi {
     if (!p.persistent) pending_.remove(id);
   }
 
+  // The lookups every call makes refuse after MPI_Finalize, after which
+  // the libraries abort the process on any call; shm's words for the same.
   Pending& pending(int id, const char* call) {
     Pending* p = pending_.find(id);
     if (!p) throw CoreError(ErrorClass::REQUEST, std::string(call) + ": no such request");
+    if (!initialized_) throw CoreError(ErrorClass::REQUEST, std::string(call) + ": the request was freed at finalize");
     return *p;
   }
 
   Comm comm(int h, const char* call) {
     Comm* c = comms_.find(h);
     if (!c) throw CoreError(ErrorClass::COMM, std::string(call) + ": no such communicator");
+    if (!initialized_) throw CoreError(ErrorClass::COMM, std::string(call) + ": the communicator is not valid (freed or finalized)");
     return *c;
   }
 

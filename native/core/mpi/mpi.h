@@ -127,6 +127,10 @@ class Mpi {
   // Starts a round of a persistent template; the round completes under
   // the template's own id.
   virtual void start(int id) = 0;
+  // Runs an inactive template's call once as the blocking call it was
+  // made from (a repeated blocking call, lib/replay.ts): the library's
+  // blocking algorithms, without a request. False if `id` is no template.
+  virtual bool run_template(int id) = 0;
   virtual void free_template(int id) = 0;
 
   // Completing requests. A nonblocking request's id is released once its
