@@ -978,18 +978,26 @@ class Library final : public Mpi {
 }  // namespace
 
 std::unique_ptr<Mpi> open(const std::vector<std::string>& candidates, std::vector<std::string>& tried) {
-  // UCX (under MPICH's ch4:ucx and Open MPI's pml/ucx) patches mmap, munmap
-  // and brk in the loaded process to learn when registered memory goes
-  // away. Inside Node that makes V8 fault at random (about one run in 60
-  // of a 3-rank MPICH job here; the other hook mode, reloc, hangs instead).
-  // Without the events UCX registers memory per transfer instead of from a
-  // cache. Read by UCX when it is loaded, so set before dlopen; a user's
-  // own setting wins.
-  setenv("UCX_MEM_EVENTS", "no", 0);
+  // MPICH's ch4:ucx links UCX, which at load reads UCX_MEM_EVENTS and at
+  // MPI_Init patches mmap, munmap and brk in the process to learn when
+  // registered memory goes away. Inside Node that makes V8 fault at random
+  // (about one 3-rank MPICH job in 60 here; the other hook mode, reloc,
+  // hangs instead); without the events UCX registers memory per transfer.
+  // Open MPI loads UCX only with its pml at MPI_Init and feeds it its own
+  // memory hooks: there the events stay on (off, its large transfers take
+  // up to 4x as long). A user's own setting wins.
+  const bool user_set = std::getenv("UCX_MEM_EVENTS") != nullptr;
+  auto events = [&](bool on) {
+    if (user_set) return;
+    if (on) unsetenv("UCX_MEM_EVENTS");
+    else setenv("UCX_MEM_EVENTS", "no", 1);
+  };
   for (const std::string& name : candidates) {
     // RTLD_GLOBAL: the library's own plugins (Open MPI's mca components,
     // MPICH's netmods) resolve their symbols against it.
+    events(false);
     void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    events(true);
     if (!lib) {
       const char* e = dlerror();
       tried.push_back(name + ": " + (e ? e : "cannot be loaded"));
@@ -1010,6 +1018,7 @@ std::unique_ptr<Mpi> open(const std::vector<std::string>& candidates, std::vecto
       dlclose(lib);
       continue;
     }
+    if (!ompi) events(false);  // for good: UCX may read it again at MPI_Init
     try {
       if (ompi) return std::make_unique<Library<OmpiAbi>>(lib, name);
       return std::make_unique<Library<MpichAbi>>(lib, name);
