@@ -1,0 +1,113 @@
+#!/usr/bin/env node
+// The warm-up ramp of small collectives: `node bench/warmup.mjs [--np N] [--runs R] [--dist DIR] [--json FILE]`.
+//
+// The sweeps (bench/run.mjs) time collectives after a long warm-up; this
+// times what comes before it. Each job is a fresh process tree
+// (node DIR/cli.js -n N bench/warmup_job.mjs) that times, on every rank,
+// each of the first 10 000 back-to-back calls of one 8 B collective
+// (allreduce SUM, bcast from 0, barrier); one collective per job, so that
+// every column's call 1 is the first collective call of its processes. The
+// table shows calls 1-10 one by one and the means of the later decades, max
+// over ranks, median over R runs, and what a rank's start-up up to the end of
+// init() costs. --dist DIR measures another build (its cli.js, index.js and
+// the addon it loads), e.g. a worktree of an older commit, with the same
+// script: run it once per build for an A/B comparison.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import { BENCH, EXT_MAX, ROOT, fmtUs, log, machineInfo, median, onInterrupt, parseOptions, runJob, usageError } from './lib/jobs.mjs';
+import { compactJson, loadSummary, repeatJobs } from './lib/repeat.mjs';
+
+const COLLS = ['allreduce', 'bcast', 'barrier'];
+// in warmup_job.mjs's order
+const CALLS = ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11–100', '101–1000', '1001–10000'];
+
+const usage = `usage: node bench/warmup.mjs [options]
+  --np N           world size (default 2)
+  --runs R         fresh-process runs of each collective, median reported (default 5)
+  --dist DIR       the build to measure: DIR/cli.js launches, DIR/index.js is imported
+                   (default: this repository's dist/)
+  --json FILE      write every run and the medians to FILE
+  --budget-min M   re-run noisy jobs (other processes used > ${EXT_MAX} cores) until M minutes
+                   into the bench (default 3)
+  --no-idle-wait   do not wait for other work to leave the CPUs idle before a job, nor re-run noisy jobs`;
+
+const v = parseOptions('warmup', usage, {
+  np: { type: 'string', default: '2' }, runs: { type: 'string', default: '5' }, dist: { type: 'string', default: join(ROOT, 'dist') },
+  json: { type: 'string' }, 'budget-min': { type: 'string', default: '3' }, 'no-idle-wait': { type: 'boolean', default: false },
+});
+const o = {
+  np: Number(v.np), runs: Number(v.runs), dist: resolve(v.dist), json: v.json, budgetMin: Number(v['budget-min']), idleWait: !v['no-idle-wait'],
+};
+if (!(Number.isInteger(o.np) && o.np >= 1 && Number.isInteger(o.runs) && o.runs >= 1 && o.budgetMin >= 0)) usageError('warmup', usage, 'bad option value');
+if (!existsSync(join(o.dist, 'cli.js')) || !existsSync(join(o.dist, 'index.js'))) usageError('warmup', usage, `${o.dist}: no cli.js and index.js (not built?)`);
+
+/** The commit a build was made from, and when its addon was built: which build the numbers describe. */
+function buildInfo(dist) {
+  const git = (...args) => { try { return execFileSync('git', ['-C', dist, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim(); } catch { return null; } };
+  const addon = join(dist, '..', 'build', 'Release', 'nodempi.node');
+  return {
+    dist: dist.startsWith(`${ROOT}/`) ? relative(ROOT, dist) : dist,
+    commit: git('rev-parse', '--short', 'HEAD'),
+    dirty: (git('status', '--porcelain', '--untracked-files=no') ?? '') !== '',
+    addonBuilt: existsSync(addon) ? statSync(addon).mtime.toISOString() : null,
+  };
+}
+
+// The build's own addon and the shm backend (the launcher's default), whatever the caller's environment says.
+const env = { ...process.env };
+delete env.NODEMPI_ADDON;
+delete env.NODEMPI_BACKEND;
+
+const t0 = performance.now();
+const build = buildInfo(o.dist);
+const syncDirs = mkdtempSync(join(os.tmpdir(), 'nodempi-warmup-'));
+onInterrupt(() => rmSync(syncDirs, { recursive: true, force: true }));
+let rep;
+try {
+  let n = 0;
+  rep = await repeatJobs({
+    groups: [COLLS.map((coll) => ({ fields: { coll }, name: coll }))], runs: o.runs, t0,
+    // under steady load every job is noisy and top-ups would go on to the budget: none without the idle wait
+    idleWait: o.idleWait, quick: !o.idleWait, budgetMin: o.budgetMin,
+    start: ({ fields: { coll } }) => runJob(`warmup: ${coll} np=${o.np}`, process.execPath,
+      [join(o.dist, 'cli.js'), '-n', String(o.np), join(BENCH, 'warmup_job.mjs'), '--dist', o.dist, '--coll', coll,
+        '--sync-dir', join(syncDirs, String(++n))], env, 120,
+      { check: (p) => (p.length === 1 && p[0].coll === coll && p[0].us.length === CALLS.length ? null : 'not the one point expected') }),
+  });
+} finally {
+  rmSync(syncDirs, { recursive: true, force: true });
+}
+
+// As bench/lib/repeat.mjs's summarize: the median over the clean runs when
+// there are at least min(R, 3) of them, else over all runs.
+const want = Math.min(o.runs, 3);
+const pick = (recs) => { const clean = recs.filter((r) => !r.noisy); return clean.length >= want ? clean : recs; };
+const medians = Object.fromEntries(COLLS.map((coll) => {
+  const recs = pick(rep.runs.filter((r) => r.coll === coll));
+  return [coll, { us: CALLS.map((_, j) => median(recs.map((r) => r.points[0].us[j]))), runs: recs.length }];
+}));
+const all = pick(rep.runs);
+const startup = Object.fromEntries(['startToInitMs', 'importMs', 'initMs', 'lateUs'].map((k) => [k, median(all.map((r) => r.points[0][k]))]));
+
+const L = [];
+L.push(`Warm-up of 8 B collectives, shm backend, ${o.np} rank(s); build ${build.dist} (${build.commit ?? 'no git'}${build.dirty ? ', uncommitted changes' : ''}).`,
+  'µs per call, max over ranks, median over fresh-process runs; calls back to back, one collective per job.', '');
+L.push(`| call | ${COLLS.join(' | ')} |`, `|---|${COLLS.map(() => '--:').join('|')}|`);
+CALLS.forEach((c, j) => L.push(`| ${j < 10 ? c : `${c} (mean)`} | ${COLLS.map((coll) => fmtUs(medians[coll].us[j])).join(' | ')} |`));
+L.push(`| runs | ${COLLS.map((coll) => medians[coll].runs).join(' | ')} |`);
+L.push('', `Process start to the end of init(): ${startup.startToInitMs.toFixed(1)} ms (importing nodempi ${startup.importMs.toFixed(1)} ms, ` +
+  `init() ${startup.initMs.toFixed(2)} ms); max over ranks, median of ${all.length} jobs.`);
+L.push(`The last rank began call 1 ${fmtUs(startup.lateUs)} µs after the instant the ranks agreed on (median; call 1 times that wait too); ` +
+  `${rep.runs.filter((r) => r.noisy).length} of ${rep.runs.length} jobs noisy (other processes used > ${EXT_MAX} cores).`);
+console.log(L.join('\n'));
+
+if (o.json) {
+  writeFileSync(o.json, `${compactJson({
+    date: new Date().toISOString(), totalSeconds: +((performance.now() - t0) / 1000).toFixed(1), machine: machineInfo(), build,
+    options: { np: o.np, runs: o.runs, budgetMin: o.budgetMin, idleWait: o.idleWait },
+    calls: CALLS, medians, startup, load: loadSummary(rep), runs: rep.runs,
+  })}\n`);
+  log(`warmup: wrote ${o.json}`);
+}

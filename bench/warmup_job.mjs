@@ -1,0 +1,122 @@
+// One job of bench/warmup.mjs: run as
+//   node DIST/cli.js -n N bench/warmup_job.mjs [--dist DIST] [--coll allreduce,bcast,barrier] [--sync-dir DIR]
+// Times each of the first 10 000 calls of 8 B collectives in a fresh process,
+// back to back as an application would make them; rank 0 prints one JSON line
+// per collective (per call bucket, max and min over ranks) and the rank's
+// start-up cost.
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const { values: a } = parseArgs({
+  options: {
+    dist: { type: 'string', default: fileURLToPath(new URL('../dist/', import.meta.url)) },
+    coll: { type: 'string', default: 'allreduce,bcast,barrier' },
+    'sync-dir': { type: 'string', default: join(os.tmpdir(), `nodempi-warmup-${process.env.NODEMPI_LAUNCHER_PID}`) },
+  },
+});
+// The package of the build under test (as bench/nodempi_job.mjs imports the
+// repository's own), so one script measures any build.
+const tImport = performance.now();
+const mpi = await import(pathToFileURL(join(a.dist, 'index.js')).href);
+const tInit = performance.now();
+const world = mpi.init();
+// performance.now() counts from the process's start
+const initEnd = performance.now();
+const { rank, size } = world;
+
+// Calls 1..10 on their own, then the means of 11-100, 101-1000, 1001-10000
+// (bench/warmup.mjs names them in this order).
+const BUCKETS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, [11, 100], [101, 1000], [1001, 10000]];
+const CALLS = 10000;
+
+const wrong = (msg) => {
+  console.error(`WRONG RESULT rank ${rank}: ${msg}`);
+  mpi.abort(3);
+};
+
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+const sleepMs = (ms) => Atomics.wait(sleeper, 0, 0, ms);
+
+// init() does not wait for the other ranks, whose start-ups differ by
+// milliseconds: without this, call 1 would mostly time the slowest rank's
+// start-up. MPI cannot line them up without warming what is measured, so
+// each rank writes when it got here to a file, and all start at one instant
+// of CLOCK_MONOTONIC (hrtime, the same clock in every process) shortly after
+// the last arrival. Returns how late this rank started, in µs.
+function rendezvous(tag) {
+  const dir = a['sync-dir'], mine = join(dir, `${tag}.${rank}`);
+  writeFileSync(`${mine}.tmp`, String(process.hrtime.bigint()));
+  renameSync(`${mine}.tmp`, mine);
+  let names;
+  while ((names = readdirSync(dir).filter((n) => n.startsWith(`${tag}.`) && !n.endsWith('.tmp'))).length < size) sleepMs(0.2);
+  const last = names.map((n) => BigInt(readFileSync(join(dir, n), 'utf8'))).reduce((x, y) => (x > y ? x : y));
+  const go = last + 20_000_000n;  // 20 ms for every rank to see the last file
+  while (process.hrtime.bigint() < go - 1_000_000n) sleepMs(0.1);
+  let now;
+  while ((now = process.hrtime.bigint()) < go) { /* spin the last ms */ }
+  return Number(now - go) / 1000;
+}
+
+function collective(name) {
+  const send = new Float64Array(1), recv = new Float64Array(1), buf = new Float64Array(1);
+  const SUM = mpi.Op.SUM;
+  const sum = (size * (size + 1)) / 2;
+  // prepare(i) and check(i) run outside the timed part; the values change
+  // from call to call so that a stale buffer shows.
+  switch (name) {
+    case 'allreduce': return {
+      prepare: (i) => { send[0] = rank + 1 + i; recv[0] = NaN; },
+      call: () => world.allreduce(send, recv, SUM),
+      check: (i) => { if (recv[0] !== sum + size * i) wrong(`allreduce call ${i + 1}: ${recv[0]}, expected ${sum + size * i}`); },
+    };
+    case 'bcast': return {
+      prepare: (i) => { buf[0] = rank === 0 ? i + 1 : NaN; },
+      call: () => world.bcast(buf, 0),
+      check: (i) => { if (buf[0] !== i + 1) wrong(`bcast call ${i + 1}: ${buf[0]}, expected ${i + 1}`); },
+    };
+    case 'barrier': return { prepare: () => {}, call: () => world.barrier(), check: () => {} };
+    default: throw new Error(`warmup_job: unknown collective ${name}`);
+  }
+}
+
+const colls = a.coll.split(',');
+mkdirSync(a['sync-dir'], { recursive: true });
+const results = [];
+for (const name of colls) {
+  const c = collective(name);
+  const ns = new Float64Array(CALLS);
+  const late = rendezvous(name);
+  for (let i = 0; i < CALLS; i++) {
+    c.prepare(i);
+    const t0 = process.hrtime.bigint();
+    c.call();
+    ns[i] = Number(process.hrtime.bigint() - t0);
+    c.check(i);
+  }
+  const mean = (lo, hi) => ns.subarray(lo - 1, hi).reduce((s, x) => s + x, 0) / (hi - lo + 1);
+  results.push([...BUCKETS.map((b) => (Array.isArray(b) ? mean(b[0], b[1]) : ns[b - 1]) / 1000), late]);
+}
+
+// [buckets..., late] per collective, then importMs, initMs (the init() call), startToInitMs
+const K = BUCKETS.length + 1;
+const mineAll = Float64Array.from([...results.flat(), tInit - tImport, initEnd - tInit, initEnd]);
+const all = new Float64Array(mineAll.length * size);
+world.allgather(mineAll, all);
+if (rank === 0) {
+  rmSync(a['sync-dir'], { recursive: true, force: true });  // every rank is past its rendezvous
+  const at = (r, j) => all[r * mineAll.length + j];
+  const over = (f, j) => f(...Array.from({ length: size }, (_, r) => at(r, j)));
+  const init = colls.length * K;
+  const round = (x) => Number(x.toPrecision(4));
+  colls.forEach((coll, k) => console.log(JSON.stringify({
+    coll, np: size,
+    us: BUCKETS.map((_, j) => round(over(Math.max, k * K + j))),
+    minUs: BUCKETS.map((_, j) => round(over(Math.min, k * K + j))),
+    lateUs: round(over(Math.max, k * K + K - 1)),
+    importMs: round(over(Math.max, init)), initMs: round(over(Math.max, init + 1)), startToInitMs: round(over(Math.max, init + 2)),
+  })));
+}
+mpi.finalize();
