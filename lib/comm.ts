@@ -210,7 +210,7 @@ export class Comm {
 
   /** MPI_Barrier: returns once every rank has entered. */
   barrier(): void {
-    this._run(C.barrier, Mode.BLOCKING, []);
+    this._blocking(C.barrier);
   }
   /** Nonblocking barrier (MPI_Ibarrier): returns at once; await or wait() the Request. */
   ibarrier(): Request {
@@ -223,7 +223,7 @@ export class Comm {
 
   /** MPI_Bcast: `buf` at `root` is copied into `buf` at every other rank. */
   bcast(buf: Msg, root = 0): void {
-    this._run(C.bcast, Mode.BLOCKING, [buf, root]);
+    this._blocking(C.bcast, buf, root);
   }
   /** Nonblocking bcast (MPI_Ibcast): returns at once; await or wait() the Request. */
   ibcast(buf: Msg, root = 0): Request {
@@ -239,7 +239,7 @@ export class Comm {
    * root. `recv` matters only at the root; IN_PLACE is for the root's send.
    */
   gather(send: SendSpec, recv: Msg | null, root = 0): void {
-    this._run(C.gather, Mode.BLOCKING, [send, recv, root]);
+    this._blocking(C.gather, send, recv, root);
   }
   /** Nonblocking gather (MPI_Igather): returns at once; await or wait() the Request. */
   igather(send: SendSpec, recv: Msg | null, root = 0): Request {
@@ -255,7 +255,7 @@ export class Comm {
    * `send` matters only at the root; IN_PLACE is for the root's recv.
    */
   scatter(send: Msg | null, recv: SendSpec, root = 0): void {
-    this._run(C.scatter, Mode.BLOCKING, [send, recv, root]);
+    this._blocking(C.scatter, send, recv, root);
   }
   /** Nonblocking scatter (MPI_Iscatter): returns at once; await or wait() the Request. */
   iscatter(send: Msg | null, recv: SendSpec, root = 0): Request {
@@ -268,7 +268,7 @@ export class Comm {
 
   /** MPI_Allgather: every rank gets every rank's `send`, in rank order. */
   allgather(send: SendSpec, recv: Msg): void {
-    this._run(C.allgather, Mode.BLOCKING, [send, recv]);
+    this._blocking(C.allgather, send, recv);
   }
   /** Nonblocking allgather (MPI_Iallgather): returns at once; await or wait() the Request. */
   iallgather(send: SendSpec, recv: Msg): Request {
@@ -281,7 +281,7 @@ export class Comm {
 
   /** MPI_Alltoall: block j of rank i's `send` becomes block i of rank j's `recv`. */
   alltoall(send: SendSpec, recv: Msg): void {
-    this._run(C.alltoall, Mode.BLOCKING, [send, recv]);
+    this._blocking(C.alltoall, send, recv);
   }
   /** Nonblocking alltoall (MPI_Ialltoall): returns at once; await or wait() the Request. */
   ialltoall(send: SendSpec, recv: Msg): Request {
@@ -297,7 +297,7 @@ export class Comm {
    * root. `recv` matters only at the root; IN_PLACE is for the root's send.
    */
   reduce(send: SendSpec, recv: Msg | null, op: Op = Op.SUM, root = 0): void {
-    this._run(C.reduce, Mode.BLOCKING, [send, recv, op, root]);
+    this._blocking(C.reduce, send, recv, op, root);
   }
   /** Nonblocking reduce (MPI_Ireduce): returns at once; await or wait() the Request. */
   ireduce(send: SendSpec, recv: Msg | null, op: Op = Op.SUM, root = 0): Request {
@@ -310,7 +310,7 @@ export class Comm {
 
   /** MPI_Allreduce: every rank gets all ranks' `send` combined with `op`. */
   allreduce(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
-    this._run(C.allreduce, Mode.BLOCKING, [send, recv, op]);
+    this._blocking(C.allreduce, send, recv, op);
   }
   /** Nonblocking allreduce (MPI_Iallreduce): returns at once; await or wait() the Request. */
   iallreduce(send: SendSpec, recv: Msg, op: Op = Op.SUM): Request {
@@ -326,7 +326,7 @@ export class Comm {
    * order when omitted) of `recv` at the root. `recv` matters only at the root.
    */
   gatherv(send: SendSpec, recv: VMsg | null, root = 0): void {
-    this._run(C.gatherv, Mode.BLOCKING, [send, recv, root]);
+    this._blocking(C.gatherv, send, recv, root);
   }
   /** Nonblocking gatherv (MPI_Igatherv): returns at once; await or wait() the Request. */
   igatherv(send: SendSpec, recv: VMsg | null, root = 0): Request {
@@ -342,7 +342,7 @@ export class Comm {
    * rank r's `recv`. `send` matters only at the root.
    */
   scatterv(send: VMsg | null, recv: SendSpec, root = 0): void {
-    this._run(C.scatterv, Mode.BLOCKING, [send, recv, root]);
+    this._blocking(C.scatterv, send, recv, root);
   }
   /** Nonblocking scatterv (MPI_Iscatterv): returns at once; await or wait() the Request. */
   iscatterv(send: VMsg | null, recv: SendSpec, root = 0): Request {
@@ -355,7 +355,7 @@ export class Comm {
 
   /** MPI_Allgatherv: every rank's `send` lands at `displs[r]` of every rank's `recv`. */
   allgatherv(send: SendSpec, recv: VMsg): void {
-    this._run(C.allgatherv, Mode.BLOCKING, [send, recv]);
+    this._blocking(C.allgatherv, send, recv);
   }
   /** Nonblocking allgatherv (MPI_Iallgatherv): returns at once; await or wait() the Request. */
   iallgatherv(send: SendSpec, recv: VMsg): Request {
@@ -368,7 +368,7 @@ export class Comm {
 
   /** MPI_Alltoallv: block j of rank i's `send` becomes block i of rank j's `recv`. */
   alltoallv(send: VMsg | typeof IN_PLACE, recv: VMsg): void {
-    this._run(C.alltoallv, Mode.BLOCKING, [send, recv]);
+    this._blocking(C.alltoallv, send, recv);
   }
   /** Nonblocking alltoallv (MPI_Ialltoallv): returns at once; await or wait() the Request. */
   ialltoallv(send: VMsg | typeof IN_PLACE, recv: VMsg): Request {
@@ -384,7 +384,7 @@ export class Comm {
    * block.
    */
   alltoallw(send: WMsg | typeof IN_PLACE, recv: WMsg): void {
-    this._run(C.alltoallw, Mode.BLOCKING, [send, recv]);
+    this._blocking(C.alltoallw, send, recv);
   }
   /** Nonblocking alltoallw (MPI_Ialltoallw): returns at once; await or wait() the Request. */
   ialltoallw(send: WMsg | typeof IN_PLACE, recv: WMsg): Request {
@@ -401,7 +401,7 @@ export class Comm {
    * items. With IN_PLACE the input is read from `recv`.
    */
   reduceScatter(send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): void {
-    this._run(C.reduceScatter, Mode.BLOCKING, [send, recv, recvcounts, op]);
+    this._blocking(C.reduceScatter, send, recv, recvcounts, op);
   }
   /** Nonblocking reduceScatter (MPI_Ireducescatter): returns at once; await or wait() the Request. */
   ireduceScatter(send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): Request {
@@ -418,7 +418,7 @@ export class Comm {
    * IN_PLACE, `recv` holds all blocks and receives this rank's at its start.
    */
   reduceScatterBlock(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
-    this._run(C.reduceScatterBlock, Mode.BLOCKING, [send, recv, op]);
+    this._blocking(C.reduceScatterBlock, send, recv, op);
   }
   /** Nonblocking reduceScatterBlock (MPI_Ireducescatterblock): returns at once; await or wait() the Request. */
   ireduceScatterBlock(send: SendSpec, recv: Msg, op: Op = Op.SUM): Request {
@@ -431,7 +431,7 @@ export class Comm {
 
   /** MPI_Scan: rank r receives the combination of ranks 0..r's `send`. */
   scan(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
-    this._run(C.scan, Mode.BLOCKING, [send, recv, op]);
+    this._blocking(C.scan, send, recv, op);
   }
   /** Nonblocking scan (MPI_Iscan): returns at once; await or wait() the Request. */
   iscan(send: SendSpec, recv: Msg, op: Op = Op.SUM): Request {
@@ -447,7 +447,7 @@ export class Comm {
    * rank 0's `recv` is left untouched.
    */
   exscan(send: SendSpec, recv: Msg, op: Op = Op.SUM): void {
-    this._run(C.exscan, Mode.BLOCKING, [send, recv, op]);
+    this._blocking(C.exscan, send, recv, op);
   }
   /** Nonblocking exscan (MPI_Iexscan): returns at once; await or wait() the Request. */
   iexscan(send: SendSpec, recv: Msg, op: Op = Op.SUM): Request {
@@ -456,6 +456,31 @@ export class Comm {
   /** Persistent exscan: start() runs it, as often as needed. */
   exscanInit(send: SendSpec, recv: Msg, op: Op = Op.SUM): PersistentRequest {
     return this._persistent(C.exscan, [send, recv, op]);
+  }
+
+  /**
+   * @internal A blocking collective. A call with the very arguments of a
+   * recent one runs as the persistent request made of it (lib/replay.ts);
+   * anything else goes through _run. The arguments come one by one and no
+   * array is made for a repeat, so that a loop of blocking calls allocates
+   * nothing: each young-generation collection stops a rank for up to a
+   * millisecond early in a job, and stops its peers with it
+   * (bench/WARMUP.md).
+   */
+  _blocking<A extends [unknown?, unknown?, unknown?, unknown?]>(d: Collective<A>, ...args: Required<A>): void;
+  _blocking(d: Collective<unknown[]>, a0?: unknown, a1?: unknown, a2?: unknown, a3?: unknown): void {
+    // Not a rest parameter nor `arguments`: each is an object per call
+    // until V8 optimizes the function.
+    const n = d.arity;
+    if (running === 0) {
+      const replays = this.#replays ?? this._replays();
+      if (replays !== null) {
+        const id = replays.find(d.name, n, a0, a1, a2, a3);
+        if (id >= 0 && replays.run(id)) return;
+        if (id === RECORD && this.#keep(replays, d, argList(n, a0, a1, a2, a3))) return;
+      }
+    }
+    this._run(d, Mode.BLOCKING, argList(n, a0, a1, a2, a3));
   }
 
   /**
@@ -468,16 +493,6 @@ export class Comm {
     // rather than lose the outer call's staging or deadlock.
     if (running > 0) {
       fail('ERR_OTHER', d.name, 'called from inside the user-defined op of another collective; a user function must not communicate');
-    }
-    // A blocking call with the very arguments of a recent one runs as the
-    // persistent request made of it (lib/replay.ts).
-    if (mode === Mode.BLOCKING) {
-      const replays = this._replays();
-      if (replays !== null) {
-        const id = replays.find(d.name, args);
-        if (id >= 0 && replays.run(id)) return undefined;
-        if (id === RECORD && this.#keep(replays, d, args)) return undefined;
-      }
     }
     // JavaScript may run while the operation holds the buffers (a request
     // in flight, a user op's function): refuse what could shrink under it,
@@ -599,4 +614,9 @@ function publicName(name: string, mode: Mode): string {
   return name;
 }
 
-
+// The first n of a blocking call's arguments (Comm._blocking) as a list.
+function argList(n: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): unknown[] {
+  const all = [a0, a1, a2, a3];
+  all.length = n;
+  return all;
+}

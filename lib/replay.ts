@@ -76,11 +76,32 @@ export class Replays {
   hits = 0;
 
   /**
-   * For a blocking call of `name`: the template to run (>= 0), RECORD to
-   * make one of this call (then kept()), or -1 to run it as usual.
+   * For a blocking call of `name` with arguments a0..a(n-1): the template
+   * to run (>= 0), RECORD to make one of this call (then kept()), or -1 to
+   * run it as usual. One by one rather than a list, so that a repeat
+   * allocates nothing (comm.ts, _blocking).
    */
-  find(name: string, args: unknown[]): number {
-    let calls = this.#byName.get(name);
+  find(name: string, n: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): number {
+    // The loop's case, the same call as last time, apart from the rest and
+    // small: V8 compiles whole what it inlines.
+    const calls = this.#byName.get(name);
+    if (calls !== undefined && calls.pause === 0) {
+      const list = calls.entries, k = list.length;
+      if (k !== 0 && same(list[k - 1]!, n, a0, a1, a2, a3)) return this.#matched(calls, list[k - 1]!);
+    }
+    return this.#search(name, calls, n, a0, a1, a2, a3);
+  }
+
+  #matched(calls: Calls, e: Entry): number {
+    calls.misses = 0;
+    calls.nextPause = MIN_PAUSE;
+    this.#last = e;
+    return e.id >= 0 ? e.id : e.id === NEVER ? -1 : RECORD;
+  }
+
+  // find() past its most recent entry.
+  #search(name: string, found: Calls | undefined, n: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): number {
+    let calls = found;
     if (calls === undefined) {
       calls = { entries: [], misses: 0, pause: 0, nextPause: MIN_PAUSE };
       this.#byName.set(name, calls);
@@ -91,18 +112,13 @@ export class Replays {
       return -1;
     }
     const list = calls.entries;
-    for (let i = 0; i < list.length; i++) {
+    for (let i = 0; i < list.length - 1; i++) {
       const e = list[i]!;
-      if (!same(e, args)) continue;
-      if (i !== list.length - 1) {
-        // Most recently used last, without splice()'s array per call.
-        list.copyWithin(i, i + 1);
-        list[list.length - 1] = e;
-      }
-      calls.misses = 0;
-      calls.nextPause = MIN_PAUSE;
-      this.#last = e;
-      return e.id >= 0 ? e.id : e.id === NEVER ? -1 : RECORD;
+      if (!same(e, n, a0, a1, a2, a3)) continue;
+      // Most recently used last, without splice()'s array per call.
+      list.copyWithin(i, i + 1);
+      list[list.length - 1] = e;
+      return this.#matched(calls, e);
     }
     // A program that passes new arrays at every call never repeats itself:
     // holding them for nothing keeps their memory alive longer, which slows
@@ -116,7 +132,7 @@ export class Replays {
       calls.nextPause = Math.min(2 * calls.nextPause, MAX_PAUSE);
       return -1;
     }
-    const fresh = entry(args);
+    const fresh = entry([a0, a1, a2, a3].slice(0, n));
     if (fresh !== null) {
       if (list.length === PER_CALL) free(list.shift()!);
       list.push(fresh);
@@ -210,27 +226,34 @@ function entry(args: unknown[]): Entry | null {
 }
 
 // The arguments of entry `e` again, buffers intact.
-function same(e: Entry, args: unknown[]): boolean {
+function same(e: Entry, n: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): boolean {
   const s = e.args;
-  if (args.length !== s.length) return false;
-  for (let i = 0; i < s.length; i++) {
-    const a = args[i], x = s[i];
-    if (!Array.isArray(x)) {
-      if (a !== x) return false;
-      continue;
-    }
-    if (!Array.isArray(a) || a.length !== x.length) return false;
-    for (let j = 0; j < x.length; j++) {
-      const b: unknown = a[j], y: unknown = x[j];
-      if (!Array.isArray(y)) {
-        if (b !== y) return false;
-        continue;
-      }
-      if (!Array.isArray(b) || b.length !== y.length) return false;
-      for (let k = 0; k < y.length; k++) if (b[k] !== y[k]) return false;
-    }
+  if (s.length !== n) return false;
+  if ((n > 0 && !sameArg(a0, s[0])) || (n > 1 && !sameArg(a1, s[1])) || (n > 2 && !sameArg(a2, s[2])) || (n > 3 && !sameArg(a3, s[3]))) {
+    return false;
   }
   const views = e.views, bytes = e.bytes;
   for (let i = 0; i < views.length; i++) if (trueBytes(views[i]!) !== bytes[i]) return false;
+  return true;
+}
+
+// One argument equal to the copy `x`: the same value, or a spec equal in value.
+function sameArg(a: unknown, x: unknown): boolean {
+  return a === x || (Array.isArray(x) && sameSpec(a, x));
+}
+
+// A message spec or list of counts equal, two levels down, to the copy `x`
+// (apart from same(), which most loops never need it in).
+function sameSpec(a: unknown, x: unknown[]): boolean {
+  if (!Array.isArray(a) || a.length !== x.length) return false;
+  for (let j = 0; j < x.length; j++) {
+    const b: unknown = a[j], y: unknown = x[j];
+    if (!Array.isArray(y)) {
+      if (b !== y) return false;
+      continue;
+    }
+    if (!Array.isArray(b) || b.length !== y.length) return false;
+    for (let k = 0; k < y.length; k++) if (b[k] !== y[k]) return false;
+  }
   return true;
 }

@@ -30,6 +30,8 @@ export type CollectiveName =
  */
 export interface Collective<A extends unknown[]> {
   readonly name: CollectiveName;
+  /** How many arguments the public method passes on, defaults included. */
+  readonly arity: Required<A>['length'];
   /** The first argument is one buffer both read and written (bcast's). */
   readonly inout?: boolean;
   intra(b: IntraCollectives, c: Members, mode: Mode, ...args: A): Started;
@@ -132,12 +134,14 @@ export function sameTotals(counts: readonly number[], remoteTotal: number): void
 
 export const barrier = define<[]>({
   name: 'barrier',
+  arity: 0,
   intra: (b, c, mode) => b.barrier(c, mode),
   inter: (b, c, mode) => b.barrier(c, mode),
 });
 
 export const bcast = define<[buf: Msg, root?: number]>({
   name: 'bcast',
+  arity: 2,
   inout: true,
   intra(b, c, mode, buf, root = 0) {
     checkRoot(c, 'bcast', root);
@@ -151,6 +155,7 @@ export const bcast = define<[buf: Msg, root?: number]>({
 
 export const gather = define<[send: SendSpec, recv: Msg | null, root?: number]>({
   name: 'gather',
+  arity: 3,
   intra(b, c, mode, send, recv, root = 0) {
     checkRoot(c, 'gather', root);
     if (c.rank !== root) {
@@ -170,6 +175,7 @@ export const gather = define<[send: SendSpec, recv: Msg | null, root?: number]>(
 
 export const scatter = define<[send: Msg | null, recv: SendSpec, root?: number]>({
   name: 'scatter',
+  arity: 3,
   intra(b, c, mode, send, recv, root = 0) {
     checkRoot(c, 'scatter', root);
     if (c.rank !== root) {
@@ -189,6 +195,7 @@ export const scatter = define<[send: Msg | null, recv: SendSpec, root?: number]>
 
 export const allgather = define<[send: SendSpec, recv: Msg]>({
   name: 'allgather',
+  arity: 2,
   intra(b, c, mode, send, recv) {
     const r = resolveBlocks('allgather', 'receive buffer', recv, c.size);
     const s = sendOrInPlace('allgather', send);
@@ -203,6 +210,7 @@ export const allgather = define<[send: SendSpec, recv: Msg]>({
 
 export const alltoall = define<[send: SendSpec, recv: Msg]>({
   name: 'alltoall',
+  arity: 2,
   intra(b, c, mode, send, recv) {
     const r = resolveBlocks('alltoall', 'receive buffer', recv, c.size);
     const s = send === IN_PLACE ? null : resolveBlocks('alltoall', 'send buffer', send, c.size);
@@ -217,6 +225,7 @@ export const alltoall = define<[send: SendSpec, recv: Msg]>({
 
 export const reduce = define<[send: SendSpec, recv: Msg | null, op?: Op, root?: number]>({
   name: 'reduce',
+  arity: 4,
   intra(b, c, mode, send, recv, op = Op.SUM, root = 0) {
     checkRoot(c, 'reduce', root);
     if (c.rank !== root) {
@@ -247,6 +256,7 @@ export const reduce = define<[send: SendSpec, recv: Msg | null, op?: Op, root?: 
 
 export const allreduce = define<[send: SendSpec, recv: Msg, op?: Op]>({
   name: 'allreduce',
+  arity: 3,
   intra(b, c, mode, send, recv, op = Op.SUM) {
     const r = resolve('allreduce', 'receive buffer', recv);
     const s = sendOrInPlace('allreduce', send);
@@ -264,6 +274,7 @@ export const allreduce = define<[send: SendSpec, recv: Msg, op?: Op]>({
 
 export const gatherv = define<[send: SendSpec, recv: VMsg | null, root?: number]>({
   name: 'gatherv',
+  arity: 3,
   intra(b, c, mode, send, recv, root = 0) {
     checkRoot(c, 'gatherv', root);
     if (c.rank !== root) {
@@ -283,6 +294,7 @@ export const gatherv = define<[send: SendSpec, recv: VMsg | null, root?: number]
 
 export const scatterv = define<[send: VMsg | null, recv: SendSpec, root?: number]>({
   name: 'scatterv',
+  arity: 3,
   intra(b, c, mode, send, recv, root = 0) {
     checkRoot(c, 'scatterv', root);
     if (c.rank !== root) {
@@ -302,6 +314,7 @@ export const scatterv = define<[send: VMsg | null, recv: SendSpec, root?: number
 
 export const allgatherv = define<[send: SendSpec, recv: VMsg]>({
   name: 'allgatherv',
+  arity: 2,
   intra(b, c, mode, send, recv) {
     const r = resolveV('allgatherv', 'receive spec', recv, c.size, 0);
     const s = sendOrInPlace('allgatherv', send);
@@ -316,6 +329,7 @@ export const allgatherv = define<[send: SendSpec, recv: VMsg]>({
 
 export const alltoallv = define<[send: VMsg | typeof IN_PLACE, recv: VMsg]>({
   name: 'alltoallv',
+  arity: 2,
   intra(b, c, mode, send, recv) {
     const r = resolveV('alltoallv', 'receive spec', recv, c.size, 2);
     const s = send === IN_PLACE ? null : resolveV('alltoallv', 'send spec', send, c.size, 0);
@@ -329,6 +343,7 @@ export const alltoallv = define<[send: VMsg | typeof IN_PLACE, recv: VMsg]>({
 
 export const alltoallw = define<[send: WMsg | typeof IN_PLACE, recv: WMsg]>({
   name: 'alltoallw',
+  arity: 2,
   intra(b, c, mode, send, recv) {
     const r = resolveW('alltoallw', 'receive spec', recv, c.size, 2);
     const s = send === IN_PLACE ? null : resolveW('alltoallw', 'send spec', send, c.size, 0);
@@ -342,6 +357,7 @@ export const alltoallw = define<[send: WMsg | typeof IN_PLACE, recv: WMsg]>({
 
 export const reduceScatter = define<[send: SendSpec, recv: Msg, recvcounts: readonly number[], op?: Op]>({
   name: 'reduceScatter',
+  arity: 4,
   intra(b, c, mode, send, recv, recvcounts, op = Op.SUM) {
     const counts = countList('reduceScatter', recvcounts, c.size);
     let total = 0;
@@ -375,6 +391,7 @@ export const reduceScatter = define<[send: SendSpec, recv: Msg, recvcounts: read
 
 export const reduceScatterBlock = define<[send: SendSpec, recv: Msg, op?: Op]>({
   name: 'reduceScatterBlock',
+  arity: 3,
   intra(b, c, mode, send, recv, op = Op.SUM) {
     let r: Resolved, s: Resolved | null = null;
     if (send === IN_PLACE) {
@@ -418,5 +435,5 @@ function noScan(call: 'scan' | 'exscan') {
   return (): never => fail('ERR_COMM', call, 'scan and exscan are not defined on intercommunicators');
 }
 
-export const scan = define<[send: SendSpec, recv: Msg, op?: Op]>({ name: 'scan', intra: scanIntra('scan', false), inter: noScan('scan') });
-export const exscan = define<[send: SendSpec, recv: Msg, op?: Op]>({ name: 'exscan', intra: scanIntra('exscan', true), inter: noScan('exscan') });
+export const scan = define<[send: SendSpec, recv: Msg, op?: Op]>({ name: 'scan', arity: 3, intra: scanIntra('scan', false), inter: noScan('scan') });
+export const exscan = define<[send: SendSpec, recv: Msg, op?: Op]>({ name: 'exscan', arity: 3, intra: scanIntra('exscan', true), inter: noScan('exscan') });

@@ -8,6 +8,7 @@ import { collectiveSuite } from './suite.js';
 // (lib/replay.ts), with changes between calls that must end the replay.
 describe('replayed blocking calls', () => {
   collectiveSuite('replay', 'give exact results and notice every change');
+  collectiveSuite('no-alloc', 'allocate nothing on the JavaScript heap', { smallSlots: false });
   for (const comm of ['dup', 'split', 'create']) {
     it(`give exact results on a ${comm} communicator at np=3`, async () => {
       const r = await runJob(3, 'coll/replay.mjs', [], { env: { NODEMPI_TEST_COMM: comm } });

@@ -33,6 +33,7 @@ const entries: Entry[] = [
   { script: 'coll/barrier.mjs', name: 'barrier', dir: true },
   // Repeated blocking calls run from a template (lib/replay.ts), and calls after finalize.
   { script: 'coll/replay.mjs', name: 'replay' },
+  { script: 'coll/no-alloc.mjs', name: 'no-alloc' },
   ...['root', 'buffer', 'count', 'op', 'type', 'arg'].map((g) => ({ script: 'coll/errors.mjs', args: [g], name: `errors ${g}` })),
   { script: 'vector-coll/v-variants.mjs', args: ['1'], name: 'vcoll' },
   { script: 'vector-coll/large.mjs', name: 'vcoll large' },
