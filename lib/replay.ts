@@ -74,6 +74,8 @@ export class Replays {
   #last: Entry | null = null;
   /** Calls run from a template, for the tests. */
   hits = 0;
+  // Only made where the backend runs templates (Comm._replays).
+  #runTemplate = backend.requests.runTemplate!;
 
   /**
    * For a blocking call of `name` with arguments a0..a(n-1): the template
@@ -87,7 +89,14 @@ export class Replays {
     const calls = this.#byName.get(name);
     if (calls !== undefined && calls.pause === 0) {
       const list = calls.entries, k = list.length;
-      if (k !== 0 && same(list[k - 1]!, n, a0, a1, a2, a3)) return this.#matched(calls, list[k - 1]!);
+      const e = list[k - 1];
+      if (e !== undefined && same(e, n, a0, a1, a2, a3)) {
+        // #matched(), written out: until V8 optimizes, every call costs.
+        calls.misses = 0;
+        calls.nextPause = MIN_PAUSE;
+        this.#last = e;
+        return e.id >= 0 ? e.id : e.id === NEVER ? -1 : RECORD;
+      }
     }
     return this.#search(name, calls, n, a0, a1, a2, a3);
   }
@@ -143,7 +152,7 @@ export class Replays {
 
   /** Runs template `id` as a blocking call; false when the engine no longer has it. */
   run(id: number): boolean {
-    if (!backend.requests.runTemplate!(id)) return false;
+    if (!this.#runTemplate(id)) return false;
     this.hits++;
     return true;
   }
@@ -229,23 +238,19 @@ function entry(args: unknown[]): Entry | null {
 function same(e: Entry, n: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): boolean {
   const s = e.args;
   if (s.length !== n) return false;
-  if ((n > 0 && !sameArg(a0, s[0])) || (n > 1 && !sameArg(a1, s[1])) || (n > 2 && !sameArg(a2, s[2])) || (n > 3 && !sameArg(a3, s[3]))) {
-    return false;
-  }
+  if (n > 0 && a0 !== s[0] && !sameSpec(a0, s[0])) return false;
+  if (n > 1 && a1 !== s[1] && !sameSpec(a1, s[1])) return false;
+  if (n > 2 && a2 !== s[2] && !sameSpec(a2, s[2])) return false;
+  if (n > 3 && a3 !== s[3] && !sameSpec(a3, s[3])) return false;
   const views = e.views, bytes = e.bytes;
   for (let i = 0; i < views.length; i++) if (trueBytes(views[i]!) !== bytes[i]) return false;
   return true;
 }
 
-// One argument equal to the copy `x`: the same value, or a spec equal in value.
-function sameArg(a: unknown, x: unknown): boolean {
-  return a === x || (Array.isArray(x) && sameSpec(a, x));
-}
-
 // A message spec or list of counts equal, two levels down, to the copy `x`
 // (apart from same(), which most loops never need it in).
-function sameSpec(a: unknown, x: unknown[]): boolean {
-  if (!Array.isArray(a) || a.length !== x.length) return false;
+function sameSpec(a: unknown, x: unknown): boolean {
+  if (!Array.isArray(x) || !Array.isArray(a) || a.length !== x.length) return false;
   for (let j = 0; j < x.length; j++) {
     const b: unknown = a[j], y: unknown = x[j];
     if (!Array.isArray(y)) {

@@ -326,29 +326,22 @@ clear();
 
 // ---- Intracommunicators ---------------------------------------------------------
 
-function cleared<T extends object>(fns: T): T {
-  const out: Record<string, unknown> = {};
-  for (const [name, f] of Object.entries(fns)) {
-    out[name] = (...args: unknown[]) => {
-      clear();
-      return (f as (...a: unknown[]) => Started)(...args);
-    };
-  }
-  return out as T;
-}
-
-clear();
-
-const intra: IntraCollectives = cleared({
-  barrier: (c, mode) => run(Coll.BARRIER, c, null, null, mode),
+// Each collective starts with clear() (above).
+const intra: IntraCollectives = {
+  barrier(c, mode) {
+    clear();
+    return run(Coll.BARRIER, c, null, null, mode);
+  },
 
   bcast(c, buf, root, mode) {
+    clear();
     const v = moving(buf, K.RECV_COUNT, 1, 'bcast');
     block[K.ROOT] = root;
     return run(Coll.BCAST, c, null, v, mode);
   },
 
   gather(c, send, recv, root, mode) {
+    clear();
     block[K.ROOT] = root;
     const s = send && moving(send, K.SEND_COUNT, 1, 'gather');
     const r = recv && moving(recv, K.RECV_COUNT, c.size, 'gather');
@@ -356,6 +349,7 @@ const intra: IntraCollectives = cleared({
   },
 
   scatter(c, send, recv, root, mode) {
+    clear();
     block[K.ROOT] = root;
     const s = send && moving(send, K.SEND_COUNT, c.size, 'scatter');
     const r = recv && moving(recv, K.RECV_COUNT, 1, 'scatter');
@@ -363,18 +357,21 @@ const intra: IntraCollectives = cleared({
   },
 
   allgather(c, send, recv, mode) {
+    clear();
     const s = send && moving(send, K.SEND_COUNT, 1, 'allgather');
     const r = moving(recv, K.RECV_COUNT, c.size, 'allgather');
     return run(Coll.ALLGATHER, c, s, r, mode, send ? 0 : SEND_IN_PLACE);
   },
 
   alltoall(c, send, recv, mode) {
+    clear();
     const s = send && moving(send, K.SEND_COUNT, c.size, 'alltoall');
     const r = moving(recv, K.RECV_COUNT, c.size, 'alltoall');
     return run(Coll.ALLTOALL, c, s, r, mode, send ? 0 : SEND_IN_PLACE);
   },
 
   reduce(c, send, recv, op, root, mode) {
+    clear();
     block[K.ROOT] = root;
     if (recv === null) {
       // The library checks op against type on every rank, counts of 0 included.
@@ -397,12 +394,14 @@ const intra: IntraCollectives = cleared({
   },
 
   allreduce(c, send, recv, op, mode) {
+    clear();
     const r = reducing(recv, send ? 'recv' : 'both', op, 'allreduce');
     const s = send && reducing(send, 'send', op, 'allreduce');
     return run(Coll.ALLREDUCE, c, s, r, mode, send ? 0 : SEND_IN_PLACE);
   },
 
   gatherv(c, send, recv, root, mode) {
+    clear();
     block[K.ROOT] = root;
     const s = send && moving(send, K.SEND_COUNT, 1, 'gatherv');
     if (recv === null) return run(Coll.GATHERV, c, s, null, mode);
@@ -412,6 +411,7 @@ const intra: IntraCollectives = cleared({
   },
 
   scatterv(c, send, recv, root, mode) {
+    clear();
     block[K.ROOT] = root;
     const r = recv && moving(recv, K.RECV_COUNT, 1, 'scatterv');
     if (send === null) return run(Coll.SCATTERV, c, null, r, mode);
@@ -421,6 +421,7 @@ const intra: IntraCollectives = cleared({
   },
 
   allgatherv(c, send, recv, mode) {
+    clear();
     // Always packed bytes: Open MPI 4.1 picks its allgatherv algorithm from
     // the send type's size times the receive counts, so ranks whose send
     // and receive types differ in size (a derived type on one side) pick
@@ -438,6 +439,7 @@ const intra: IntraCollectives = cleared({
   // different datatypes, and the copy costs what the library's own
   // in-place algorithms copy anyway.
   alltoallv(c, send, recv, mode) {
+    clear();
     const s = send ?? sendCopy(recv);
     const lists = vLists(recv, L.RECV_COUNTS, 'alltoallv', false) | vLists(s, L.SEND_COUNTS, 'alltoallv', false);
     block[K.RECV_TYPE] = vType(recv);
@@ -446,12 +448,14 @@ const intra: IntraCollectives = cleared({
   },
 
   alltoallw(c, send, recv, mode) {
+    clear();
     const s = send ?? sendCopy(recv);
     const lists = vLists(recv, L.RECV_COUNTS, 'alltoallw', true) | vLists(s, L.SEND_COUNTS, 'alltoallw', true);
     return run(Coll.ALLTOALLW, c, s.view, recv.view, mode, 0, lists, c.size);
   },
 
   reduceScatter(c, send, recv, counts, op, mode) {
+    clear();
     const per = kernelItems(recv.type, op);
     const items = argList(L.RECV_COUNTS, counts.length);
     let total = 0;
@@ -465,6 +469,7 @@ const intra: IntraCollectives = cleared({
   },
 
   reduceScatterBlock(c, send, recv, count, op, mode) {
+    clear();
     const total = count * c.size, per = kernelItems(recv.type, op);
     const r = reducing(withCount(recv, send ? count : total), send ? 'recv' : 'both', op, 'reduceScatterBlock');
     const s = send && reducing(withCount(send, total), 'send', op, 'reduceScatterBlock');
@@ -476,13 +481,14 @@ const intra: IntraCollectives = cleared({
   },
 
   scan(c, send, recv, op, exclusive, mode) {
+    clear();
     const call = exclusive ? 'exscan' : 'scan';
     // exscan leaves rank 0's buffer as it was: stage it both ways.
     const r = reducing(recv, send && !exclusive ? 'recv' : 'both', op, call);
     const s = send && reducing(send, 'send', op, call);
     return run(exclusive ? Coll.EXSCAN : Coll.SCAN, c, s, r, mode, send ? 0 : SEND_IN_PLACE);
   },
-});
+};
 
 // ---- Intercommunicators ---------------------------------------------------------
 
@@ -501,10 +507,14 @@ function rootArg(root: InterRoot): number {
   return root.role === 'root' ? ROOT : root.rank;
 }
 
-const inter: InterCollectives = cleared({
-  barrier: (c, mode) => run(Coll.BARRIER, c, null, null, mode),
+const inter: InterCollectives = {
+  barrier(c, mode) {
+    clear();
+    return run(Coll.BARRIER, c, null, null, mode);
+  },
 
   bcast(c, buf, root, mode) {
+    clear();
     block[K.ROOT] = rootArg(root);
     if (!buf) return run(mode === Mode.BLOCKING ? Coll.BCAST : Coll.SCATTERV, c, IDLE, IDLE, mode);
     if (mode === Mode.BLOCKING) return run(Coll.BCAST, c, null, moving(buf, K.RECV_COUNT, 1, 'bcast'), mode);
@@ -523,6 +533,7 @@ const inter: InterCollectives = cleared({
   },
 
   gather(c, send, recv, root, mode) {
+    clear();
     block[K.ROOT] = rootArg(root);
     if (root.role === 'none') return run(Coll.GATHER, c, IDLE, IDLE, mode);
     const s = send && moving(send, K.SEND_COUNT, 1, 'gather');
@@ -530,6 +541,7 @@ const inter: InterCollectives = cleared({
   },
 
   gatherv(c, send, recv, root, mode) {
+    clear();
     block[K.ROOT] = rootArg(root);
     if (root.role === 'none') return run(Coll.GATHERV, c, IDLE, IDLE, mode);
     const s = send && moving(send, K.SEND_COUNT, 1, 'gatherv');
@@ -540,6 +552,7 @@ const inter: InterCollectives = cleared({
   },
 
   scatter(c, send, recv, root, mode) {
+    clear();
     block[K.ROOT] = rootArg(root);
     if (root.role === 'none') return run(Coll.SCATTER, c, IDLE, IDLE, mode);
     const s = send && moving(send, K.SEND_COUNT, c.remoteSize, 'scatter');
@@ -547,6 +560,7 @@ const inter: InterCollectives = cleared({
   },
 
   scatterv(c, send, recv, root, mode) {
+    clear();
     block[K.ROOT] = rootArg(root);
     if (root.role === 'none') return run(Coll.SCATTERV, c, IDLE, IDLE, mode);
     const r = recv && moving(recv, K.RECV_COUNT, 1, 'scatterv');
@@ -557,11 +571,13 @@ const inter: InterCollectives = cleared({
   },
 
   allgather(c, send, recv, mode) {
+    clear();
     const s = moving(send, K.SEND_COUNT, 1, 'allgather');
     return run(Coll.ALLGATHER, c, s, moving(recv, K.RECV_COUNT, c.remoteSize, 'allgather'), mode);
   },
 
   allgatherv(c, send, recv, mode) {
+    clear();
     const s = moving(send, K.SEND_COUNT, 1, 'allgatherv');
     const lists = vLists(recv, L.RECV_COUNTS, 'allgatherv', false);
     block[K.RECV_TYPE] = vType(recv);
@@ -569,11 +585,13 @@ const inter: InterCollectives = cleared({
   },
 
   alltoall(c, send, recv, mode) {
+    clear();
     const s = moving(send, K.SEND_COUNT, c.remoteSize, 'alltoall');
     return run(Coll.ALLTOALL, c, s, moving(recv, K.RECV_COUNT, c.remoteSize, 'alltoall'), mode);
   },
 
   alltoallv(c, send, recv, mode) {
+    clear();
     const lists = vLists(recv, L.RECV_COUNTS, 'alltoallv', false) | vLists(send, L.SEND_COUNTS, 'alltoallv', false);
     block[K.RECV_TYPE] = vType(recv);
     block[K.SEND_TYPE] = vType(send);
@@ -581,11 +599,13 @@ const inter: InterCollectives = cleared({
   },
 
   alltoallw(c, send, recv, mode) {
+    clear();
     const lists = vLists(recv, L.RECV_COUNTS, 'alltoallw', true) | vLists(send, L.SEND_COUNTS, 'alltoallw', true);
     return run(Coll.ALLTOALLW, c, send.view, recv.view, mode, 0, lists, c.remoteSize);
   },
 
   reduce(c, send, recv, op, root, mode) {
+    clear();
     block[K.ROOT] = rootArg(root);
     if (root.role === 'none') {
       // Neither buffer, datatype nor op matters here (MPI 4.1 §6.2.2); but
@@ -602,11 +622,13 @@ const inter: InterCollectives = cleared({
   },
 
   allreduce(c, send, recv, op, mode) {
+    clear();
     const r = reducing(recv, 'recv', op, 'allreduce');
     return run(Coll.ALLREDUCE, c, reducing(send, 'send', op, 'allreduce'), r, mode);
   },
 
   reduceScatterBlock(c, send, recv, op, mode) {
+    clear();
     const per = kernelItems(recv.type, op);
     const r = reducing(recv, 'recv', op, 'reduceScatterBlock');
     const s = reducing(withCount(send, send.count * c.size), 'send', op, 'reduceScatterBlock');
@@ -616,6 +638,7 @@ const inter: InterCollectives = cleared({
   },
 
   reduceScatter(c, send, recv, counts, op, mode) {
+    clear();
     // MPI reads as much of the send buffer as the remote group's counts add
     // up to, which this rank cannot see: it learns them first (one small
     // allgather), as the shm backend does.
@@ -639,7 +662,7 @@ const inter: InterCollectives = cleared({
     block[K.SEND_COUNT] = total * per;
     return run(Coll.REDUCE_SCATTER, c, s, r, mode, 0, bit(L.RECV_COUNTS), counts.length);
   },
-});
+};
 
 /** The MPI library's collectives. */
 export const mpi: CollectiveBackend = { intra, inter };
