@@ -14,7 +14,7 @@ import { beginStaging, releaseStaging, takeStaging } from './coll/staging.js';
 import type { Msg, VMsg, WMsg } from './message.js';
 import { Op } from './op.js';
 import { Mode, PersistentRequest, Request, setNextCall, setNextHooks } from './request.js';
-import { RECORD, Replays } from './replay.js';
+import { RECORD, REPLAYED, Replays } from './replay.js';
 import { hasUserOp, hold } from './hold.js';
 import { ensureInit, worldRank } from './runtime.js';
 import { compareRanks, Group } from './group.js';
@@ -475,9 +475,9 @@ export class Comm {
     if (running === 0) {
       const replays = this.#replays ?? this._replays();
       if (replays !== null) {
-        const id = replays.find(d.name, n, a0, a1, a2, a3);
-        if (id >= 0 && replays.run(id)) return;
-        if (id === RECORD && this.#keep(replays, d, argList(n, a0, a1, a2, a3))) return;
+        const r = replays.replay(d.name, n, a0, a1, a2, a3);
+        if (r === REPLAYED) return;
+        if (r === RECORD && this.#keep(replays, d, argList(n, a0, a1, a2, a3))) return;
       }
     }
     this._run(d, Mode.BLOCKING, argList(n, a0, a1, a2, a3));

@@ -41,8 +41,10 @@ const MISSES = 8;
 const MIN_PAUSE = 16;
 const MAX_PAUSE = 1024;
 
-/** find(): these arguments have come a second time; make the call a template (kept()). */
+/** replay(): these arguments have come a second time; make the call a template (kept()). */
 export const RECORD = -2;
+/** replay(): the call ran from its template. */
+export const REPLAYED = -4;
 // An entry whose call turned out not to be repeatable (it staged a
 // derived type): matched, so as not to make a template again, never run.
 const NEVER = -3;
@@ -69,7 +71,7 @@ interface Calls {
 /** One communicator's replays: the last few argument lists of each collective. */
 export class Replays {
   #byName = new Map<string, Calls>();
-  // The entry the last find() matched or added (null: not replayable), for
+  // The entry the last replay() matched or added (null: not replayable), for
   // recorded() right after.
   #last: Entry | null = null;
   /** Calls run from a template, for the tests. */
@@ -78,27 +80,35 @@ export class Replays {
   #runTemplate = backend.requests.runTemplate!;
 
   /**
-   * For a blocking call of `name` with arguments a0..a(n-1): the template
-   * to run (>= 0), RECORD to make one of this call (then kept()), or -1 to
-   * run it as usual. One by one rather than a list, so that a repeat
-   * allocates nothing (comm.ts, _blocking).
+   * A blocking call of `name` with arguments a0..a(n-1): REPLAYED when it
+   * ran from its template, RECORD to make one of this call (then kept()),
+   * or -1 to run it as usual. One by one rather than a list, so that a
+   * repeat allocates nothing (comm.ts, _blocking).
    */
-  find(name: string, n: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): number {
-    // The loop's case, the same call as last time, apart from the rest and
-    // small: V8 compiles whole what it inlines.
+  replay(name: string, n: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): number {
+    // The loop's case, the same call as last time, written out apart from
+    // the rest: until V8 optimizes, every call costs, and then it compiles
+    // whole what it inlines, on a thread that takes a core from the ranks
+    // (bench/WARMUP.md).
     const calls = this.#byName.get(name);
     if (calls !== undefined && calls.pause === 0) {
       const list = calls.entries, k = list.length;
       const e = list[k - 1];
       if (e !== undefined && same(e, n, a0, a1, a2, a3)) {
-        // #matched(), written out: until V8 optimizes, every call costs.
         calls.misses = 0;
         calls.nextPause = MIN_PAUSE;
         this.#last = e;
-        return e.id >= 0 ? e.id : e.id === NEVER ? -1 : RECORD;
+        if (e.id < 0) return e.id === NEVER ? -1 : RECORD;
+        // False: the engine no longer has it; run the call as usual.
+        if (!this.#runTemplate(e.id)) return -1;
+        this.hits++;
+        return REPLAYED;
       }
     }
-    return this.#search(name, calls, n, a0, a1, a2, a3);
+    const id = this.#search(name, calls, n, a0, a1, a2, a3);
+    if (id < 0 || !this.#runTemplate(id)) return id;
+    this.hits++;
+    return REPLAYED;
   }
 
   #matched(calls: Calls, e: Entry): number {
@@ -108,7 +118,7 @@ export class Replays {
     return e.id >= 0 ? e.id : e.id === NEVER ? -1 : RECORD;
   }
 
-  // find() past its most recent entry.
+  // replay() past its most recent entry: the template to run, RECORD or -1.
   #search(name: string, found: Calls | undefined, n: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): number {
     let calls = found;
     if (calls === undefined) {
@@ -150,15 +160,8 @@ export class Replays {
     return -1;
   }
 
-  /** Runs template `id` as a blocking call; false when the engine no longer has it. */
-  run(id: number): boolean {
-    if (!this.#runTemplate(id)) return false;
-    this.hits++;
-    return true;
-  }
-
   /**
-   * After the RECORD find() asked for: the template made of the call, or -1
+   * After the RECORD replay() asked for: the template made of the call, or -1
    * when it could not be kept (it staged a derived type).
    */
   kept(id: number): void {

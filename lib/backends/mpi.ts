@@ -158,7 +158,7 @@ const backend: Backend = {
     freeTemplate: (template) => native.mpiFreeTemplate(template),
     // Repeated blocking calls skip their argument checks (lib/replay.ts)
     // unless every call must first agree with the other ranks' (CHECK).
-    runTemplate: CHECK ? undefined : (template) => native.mpiRunTemplate(template),
+    runTemplate: CHECK ? undefined : native.mpiRunTemplate,
     watch(deliver) {
       deliverTo = deliver;
       lastActivity = performance.now();

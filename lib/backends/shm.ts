@@ -199,7 +199,7 @@ const backend: Backend = {
       kickLater();
     },
     drain: () => native.drain(),
-    runTemplate: (id) => native.runTemplate(id),
+    runTemplate: native.runTemplate,
   },
 
   collectives,
