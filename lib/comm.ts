@@ -18,6 +18,8 @@ import { RECORD, REPLAYED, Replays } from './replay.js';
 import { hasUserOp, hold } from './hold.js';
 import { ensureInit, worldRank } from './runtime.js';
 import { compareRanks, Group } from './group.js';
+import * as O from './objects/collectives.js';
+import type { Combine } from './objects/combine.js';
 
 /** An intercommunicator (lib/intercomm.ts). */
 export interface Intercomm extends Comm {
@@ -456,6 +458,79 @@ export class Comm {
   /** Persistent exscan: start() runs it, as often as needed. */
   exscanInit(send: SendSpec, recv: Msg, op: Op = Op.SUM): PersistentRequest {
     return this._persistent(C.exscan, [send, recv, op]);
+  }
+
+  // ---- Object collectives: any value structuredClone accepts, by node:v8
+  // serialization (lib/objects/collectives.ts). The `i` forms return a
+  // Promise and leave the event loop free.
+
+  /** The root's `value` on every rank (the root gets back `value` itself). */
+  bcastObject<T>(value: T, root = 0): T {
+    return O.blocking('bcastObject', O.bcastSteps(this, 'bcastObject', value, root));
+  }
+  ibcastObject<T>(value: T, root = 0): Promise<T> {
+    return O.nonblocking('ibcastObject', O.bcastSteps(this, 'ibcastObject', value, root));
+  }
+  /** Every rank's `value`, in rank order, at the root; null elsewhere. */
+  gatherObject<T>(value: T, root = 0): T[] | null {
+    return O.blocking('gatherObject', O.gatherSteps(this, 'gatherObject', value, root));
+  }
+  igatherObject<T>(value: T, root = 0): Promise<T[] | null> {
+    return O.nonblocking('igatherObject', O.gatherSteps(this, 'igatherObject', value, root));
+  }
+  /** `values[r]` of the root at rank r (`values` matters only at the root, one per rank). */
+  scatterObject<T>(values: readonly T[] | null, root = 0): T {
+    return O.blocking('scatterObject', O.scatterSteps(this, 'scatterObject', values, root));
+  }
+  iscatterObject<T>(values: readonly T[] | null, root = 0): Promise<T> {
+    return O.nonblocking('iscatterObject', O.scatterSteps(this, 'iscatterObject', values, root));
+  }
+  /** Every rank's `value`, in rank order, on every rank. */
+  allgatherObject<T>(value: T): T[] {
+    return O.blocking('allgatherObject', O.allgatherSteps(this, 'allgatherObject', value));
+  }
+  iallgatherObject<T>(value: T): Promise<T[]> {
+    return O.nonblocking('iallgatherObject', O.allgatherSteps(this, 'iallgatherObject', value));
+  }
+  /** `values[i]` goes to rank i; the result holds what each rank sent here, in rank order. */
+  alltoallObject<T>(values: readonly T[]): T[] {
+    return O.blocking('alltoallObject', O.alltoallSteps(this, 'alltoallObject', values));
+  }
+  ialltoallObject<T>(values: readonly T[]): Promise<T[]> {
+    return O.nonblocking('ialltoallObject', O.alltoallSteps(this, 'ialltoallObject', values));
+  }
+  /**
+   * Every rank's `value` combined in rank order at the root (null
+   * elsewhere): a predefined Op on numbers, bigints, booleans, arrays and
+   * typed arrays of them (MAXLOC/MINLOC on [value, index] pairs), or a
+   * function.
+   */
+  reduceObject<T>(value: T, op: Op | Combine<T>, root = 0): T | null {
+    return O.blocking('reduceObject', O.reduceSteps(this, 'reduceObject', value, op, root));
+  }
+  ireduceObject<T>(value: T, op: Op | Combine<T>, root = 0): Promise<T | null> {
+    return O.nonblocking('ireduceObject', O.reduceSteps(this, 'ireduceObject', value, op, root));
+  }
+  /** reduceObject's result on every rank. */
+  allreduceObject<T>(value: T, op: Op | Combine<T>): T {
+    return O.blocking('allreduceObject', O.allreduceSteps(this, 'allreduceObject', value, op));
+  }
+  iallreduceObject<T>(value: T, op: Op | Combine<T>): Promise<T> {
+    return O.nonblocking('iallreduceObject', O.allreduceSteps(this, 'iallreduceObject', value, op));
+  }
+  /** The values of ranks 0 to this one, combined in rank order. */
+  scanObject<T>(value: T, op: Op | Combine<T>): T {
+    return O.blocking('scanObject', O.scanSteps(this, 'scanObject', value, op));
+  }
+  iscanObject<T>(value: T, op: Op | Combine<T>): Promise<T> {
+    return O.nonblocking('iscanObject', O.scanSteps(this, 'iscanObject', value, op));
+  }
+  /** The values of ranks 0 to the one before this, combined in rank order; undefined at rank 0. */
+  exscanObject<T>(value: T, op: Op | Combine<T>): T | undefined {
+    return O.blocking('exscanObject', O.exscanSteps(this, 'exscanObject', value, op));
+  }
+  iexscanObject<T>(value: T, op: Op | Combine<T>): Promise<T | undefined> {
+    return O.nonblocking('iexscanObject', O.exscanSteps(this, 'iexscanObject', value, op));
   }
 
   /**

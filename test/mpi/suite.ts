@@ -34,6 +34,9 @@ const entries: Entry[] = [
   // Repeated blocking calls run from a template (lib/replay.ts), and calls after finalize.
   { script: 'coll/replay.mjs', name: 'replay' },
   { script: 'coll/no-alloc.mjs', name: 'no-alloc' },
+  // Plain JavaScript values (lib/objects), the 256 MiB one at np 2.
+  { script: 'objects/collectives.mjs', name: 'objects all' },
+  { script: 'objects/collectives.mjs', args: ['large'], name: 'objects large', sizes: [2], timeoutSec: 120 },
   ...['root', 'buffer', 'count', 'op', 'type', 'arg'].map((g) => ({ script: 'coll/errors.mjs', args: [g], name: `errors ${g}` })),
   { script: 'vector-coll/v-variants.mjs', args: ['1'], name: 'vcoll' },
   { script: 'vector-coll/large.mjs', name: 'vcoll large' },

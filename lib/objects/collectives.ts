@@ -1,0 +1,332 @@
+/**
+ * Object collectives: plain JavaScript values between ranks, by `node:v8`
+ * serialization (structured clone), as mpi4py's lowercase methods do with
+ * pickle. Each is written once, as a generator of communication steps over
+ * the communicator's own byte collectives (sizes first, then the bytes),
+ * and run either blocking or with each step's nonblocking form awaited.
+ *
+ * A value that cannot be serialized never stops the others half way: its
+ * rank sends the size -1 and no bytes, every step still runs (with nothing
+ * for that rank), and then the rank throws ERR_ARG naming the value's path
+ * while every rank that missed its value throws ERR_ARG naming the rank.
+ */
+import v8 from 'node:v8';
+
+import type { Comm, Intercomm } from '../comm.js';
+import { PROC_NULL, ROOT } from '../constants.js';
+import { describe, fail, MPIError, retitle } from '../errors.js';
+import type { Request } from '../request.js';
+import { checkAll, combiner, fold, type Combine } from './combine.js';
+
+/** One step: the same byte collective, blocking or nonblocking. */
+interface Step {
+  now(): void;
+  later(): Request;
+}
+type Steps<T> = Generator<Step, T, undefined>;
+
+const step = (now: () => void, later: () => Request): Step => ({ now, later });
+
+/** @internal Runs `steps` blocking; errors name `call`. */
+export function blocking<T>(call: string, steps: Steps<T>): T {
+  try {
+    for (let s = steps.next(); ; s = steps.next()) {
+      if (s.done) return s.value;
+      s.value.now();
+    }
+  } catch (err) {
+    throw retitle(err, call);
+  }
+}
+
+/** @internal Runs `steps` with the event loop free between them; errors name `call`. */
+export async function nonblocking<T>(call: string, steps: Steps<T>): Promise<T> {
+  try {
+    for (let s = steps.next(); ; s = steps.next()) {
+      if (s.done) return s.value;
+      await s.value.later();
+    }
+  } catch (err) {
+    throw retitle(err, call);
+  }
+}
+
+// ---- Serialization ------------------------------------------------------------
+
+// A value's bytes, or why it has none.
+type Packed = Uint8Array | MPIError;
+
+function pack(value: unknown, call: string, what: string): Packed {
+  try {
+    return v8.serialize(value);
+  } catch (err) {
+    const where = uncloneable(value, what, new Set()) ?? `${what} cannot be serialized (${(err as Error).message})`;
+    return new MPIError('ERR_ARG', `${call}: ${where}; object collectives send what structuredClone accepts`);
+  }
+}
+
+// The path of the first part of `value` that structured clone refuses, or
+// null: only run after serialization failed, to say where.
+function uncloneable(value: unknown, path: string, seen: Set<object>): string | null {
+  if (typeof value === 'function') return `${path} is a function`;
+  if (typeof value === 'symbol') return `${path} is a symbol`;
+  if (typeof value !== 'object' || value === null || seen.has(value)) return null;
+  seen.add(value);
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const p = uncloneable(value[i], `${path}[${i}]`, seen);
+      if (p) return p;
+    }
+    return null;
+  }
+  if (value instanceof Map) {
+    for (const [k, v] of value) {
+      const p = uncloneable(k, `${path} (a Map key)`, seen) ?? uncloneable(v, `${path}.get(${describeKey(k)})`, seen);
+      if (p) return p;
+    }
+    return null;
+  }
+  if (value instanceof Set) {
+    for (const v of value) {
+      const p = uncloneable(v, `${path} (a Set member)`, seen);
+      if (p) return p;
+    }
+    return null;
+  }
+  const proto = Object.getPrototypeOf(value) as object | null;
+  if (proto === Object.prototype || proto === null) {
+    for (const k of Object.keys(value)) {
+      const p = uncloneable((value as Record<string, unknown>)[k], `${path}.${k}`, seen);
+      if (p) return p;
+    }
+    return null;
+  }
+  try {
+    v8.serialize(value);
+    return null;
+  } catch {
+    return `${path} is ${describe(value)}, which structuredClone refuses`;
+  }
+}
+
+function describeKey(k: unknown): string {
+  return typeof k === 'string' ? JSON.stringify(k) : typeof k === 'number' || typeof k === 'bigint' ? String(k) : describe(k);
+}
+
+function unpack(bytes: Uint8Array): unknown {
+  return v8.deserialize(bytes);
+}
+
+// Nothing to move (a fresh one each time: a pending request holds its buffers).
+const empty = (): Uint8Array => new Uint8Array(0);
+
+// The size a rank announces: its byte count, or -1 when it has no bytes.
+const sizeOf = (p: Packed): number => (p instanceof MPIError ? -1 : p.byteLength);
+
+// Bytes with the vector counts and displacements of their parts.
+interface Layout {
+  all: Uint8Array;
+  counts: number[];
+  displs: number[];
+}
+
+// Room for parts of `counts` bytes, end to end.
+function place(counts: number[]): Layout {
+  const displs: number[] = [];
+  let total = 0;
+  for (const c of counts) {
+    displs.push(total);
+    total += c;
+  }
+  return { all: new Uint8Array(total), counts, displs };
+}
+
+// Packed values end to end (0 bytes for one that failed).
+function concat(parts: readonly Packed[]): Layout {
+  const l = place(parts.map((p) => Math.max(sizeOf(p), 0)));
+  parts.forEach((p, i) => {
+    if (!(p instanceof MPIError)) l.all.set(p, l.displs[i]);
+  });
+  return l;
+}
+
+// Room for the values of received sizes (a -1 brings nothing).
+const layout = (sizes: Float64Array): Layout => place(Array.from(sizes, (s) => Math.max(s, 0)));
+
+/**
+ * The values received, in order: after the steps ran to the end, this
+ * rank's own failure first, then the first peer whose value is missing
+ * (part i comes from rank i of the sending group: the remote one on an
+ * intercommunicator).
+ */
+function received<T>(call: string, own: MPIError | null, sizes: Float64Array, l: Layout): T[] {
+  if (own) throw own;
+  const missing = sizes.findIndex((s) => s < 0);
+  if (missing >= 0) fail('ERR_ARG', call, `rank ${missing}'s value could not be sent (its own error says why)`);
+  return l.counts.map((c, i) => unpack(l.all.subarray(l.displs[i], l.displs[i]! + c)) as T);
+}
+
+// ---- Roles -----------------------------------------------------------------------
+
+// A rooted call's part for this rank: the root, a rank that receives from
+// it (or sends to it), or, in the root's group of an intercommunicator,
+// neither.
+type Role = 'root' | 'leaf' | 'none';
+
+function roleOf(comm: Comm, call: string, root: unknown): Role {
+  if (comm.isInter) {
+    const remote = (comm as Intercomm).remoteSize;
+    if (root === ROOT) return 'root';
+    if (root === PROC_NULL) return 'none';
+    if (typeof root !== 'number' || !Number.isInteger(root) || root < 0 || root >= remote) {
+      fail('ERR_ROOT', call, `root must be mpi.ROOT, mpi.PROC_NULL or a rank of the remote group (0 to ${remote - 1}), got ${describe(root)}`);
+    }
+    return 'leaf';
+  }
+  if (typeof root !== 'number' || !Number.isInteger(root) || root < 0 || root >= comm.size) {
+    fail('ERR_ROOT', call, `root must be an integer rank from 0 to ${comm.size - 1} (communicator of size ${comm.size}), got ${describe(root)}`);
+  }
+  return root === comm.rank ? 'root' : 'leaf';
+}
+
+// How many values a rank receives in an all-to-all pattern: the other
+// group's on an intercommunicator.
+const peers = (comm: Comm): number => (comm.isInter ? (comm as Intercomm).remoteSize : comm.size);
+
+// `values` with one per rank, or why not (sent as a failure, as a value
+// that cannot be serialized is).
+function valuesArg(call: string, values: unknown, n: number): unknown[] | MPIError {
+  if (!Array.isArray(values)) return new MPIError('ERR_ARG', `${call}: values must be an array of ${n} values, got ${describe(values)}`);
+  if (values.length !== n) return new MPIError('ERR_ARG', `${call}: values must hold one value per rank (${n}), got ${values.length}`);
+  return values;
+}
+
+// Every value of `values` packed, or, if one cannot be, that failure in
+// every place: a rank sends all its values or none.
+function packAll(call: string, values: unknown, n: number): Packed[] {
+  const list = valuesArg(call, values, n);
+  const parts = list instanceof MPIError ? [list] : list.map((v, i) => pack(v, call, `values[${i}]`));
+  const failed = parts.find((p) => p instanceof MPIError);
+  return failed ? new Array<Packed>(n).fill(failed) : parts;
+}
+
+// ---- The collectives -----------------------------------------------------------
+
+// Every rank takes part in every step, with nothing to move where it has
+// nothing (a failed value, the root's group of an intercommunicator apart
+// from the root): a rank that skipped one would desynchronise the rest.
+
+/** @internal */
+export function* bcastSteps<T>(comm: Comm, call: string, value: T, root: number): Steps<T> {
+  const role = roleOf(comm, call, root);
+  const size = new Float64Array(1);
+  const data: Packed = role === 'root' ? pack(value, call, 'value') : empty();
+  size[0] = sizeOf(data);
+  yield step(() => comm.bcast(size, root), () => comm.ibcast(size, root));
+  const bytes = role === 'leaf' ? new Uint8Array(Math.max(size[0]!, 0)) : data instanceof MPIError ? empty() : data;
+  yield step(() => comm.bcast(bytes, root), () => comm.ibcast(bytes, root));
+  if (data instanceof MPIError) throw data;
+  if (role !== 'leaf') return value;
+  if (size[0]! < 0) fail('ERR_ARG', call, `the root's value could not be sent (the root's own error says why)`);
+  return unpack(bytes) as T;
+}
+
+/** @internal */
+export function* gatherSteps<T>(comm: Comm, call: string, value: T, root: number): Steps<T[] | null> {
+  const role = roleOf(comm, call, root);
+  // On an intercommunicator only the other group sends.
+  const mine: Packed = comm.isInter && role !== 'leaf' ? empty() : pack(value, call, 'value');
+  const one = Float64Array.of(sizeOf(mine));
+  const sizes = role === 'root' ? new Float64Array(peers(comm)) : null;
+  yield step(() => comm.gather(one, sizes, root), () => comm.igather(one, sizes, root));
+  const send = mine instanceof MPIError ? empty() : mine;
+  const l = sizes ? layout(sizes) : null;
+  const spec: [Uint8Array, number[], number[]] | null = l ? [l.all, l.counts, l.displs] : null;
+  yield step(() => comm.gatherv(send, spec, root), () => comm.igatherv(send, spec, root));
+  if (mine instanceof MPIError) throw mine;
+  return l ? received<T>(call, null, sizes!, l) : null;
+}
+
+/** @internal */
+export function* scatterSteps<T>(comm: Comm, call: string, values: readonly T[] | null, root: number): Steps<T> {
+  const role = roleOf(comm, call, root);
+  const parts = role === 'root' ? packAll(call, values, peers(comm)) : [];
+  const own = parts[0] instanceof MPIError ? parts[0] : null;
+  const sizes = role === 'root' ? Float64Array.from(parts, sizeOf) : null, one = new Float64Array(1);
+  yield step(() => comm.scatter(sizes, one, root), () => comm.iscatter(sizes, one, root));
+  // On an intercommunicator only the other group receives.
+  const receives = comm.isInter ? role === 'leaf' : true;
+  const mine = receives ? new Uint8Array(Math.max(one[0]!, 0)) : empty();
+  const c = role === 'root' ? concat(parts) : null;
+  const spec: [Uint8Array, number[], number[]] | null = c ? [c.all, c.counts, c.displs] : null;
+  yield step(() => comm.scatterv(spec, mine, root), () => comm.iscatterv(spec, mine, root));
+  if (own) throw own;
+  if (!receives) return undefined as T;
+  if (one[0]! < 0) fail('ERR_ARG', call, `the values at the root could not be sent (the root's own error says why)`);
+  return unpack(mine) as T;
+}
+
+/** @internal */
+export function* allgatherSteps<T>(comm: Comm, call: string, value: T): Steps<T[]> {
+  const mine = pack(value, call, 'value');
+  const one = Float64Array.of(sizeOf(mine)), sizes = new Float64Array(peers(comm));
+  yield step(() => comm.allgather(one, sizes), () => comm.iallgather(one, sizes));
+  const l = layout(sizes);
+  const send = mine instanceof MPIError ? empty() : mine;
+  const spec: [Uint8Array, number[], number[]] = [l.all, l.counts, l.displs];
+  yield step(() => comm.allgatherv(send, spec), () => comm.iallgatherv(send, spec));
+  return received<T>(call, mine instanceof MPIError ? mine : null, sizes, l);
+}
+
+/** @internal */
+export function* alltoallSteps<T>(comm: Comm, call: string, values: readonly T[]): Steps<T[]> {
+  const n = peers(comm);
+  const parts = packAll(call, values, n);
+  const own = parts[0] instanceof MPIError ? parts[0] : null;
+  const out = Float64Array.from(parts, sizeOf), sizes = new Float64Array(n);
+  yield step(() => comm.alltoall(out, sizes), () => comm.ialltoall(out, sizes));
+  const c = concat(parts), l = layout(sizes);
+  const send: [Uint8Array, number[], number[]] = [c.all, c.counts, c.displs], recv: [Uint8Array, number[], number[]] = [l.all, l.counts, l.displs];
+  yield step(() => comm.alltoallv(send, recv), () => comm.ialltoallv(send, recv));
+  return received<T>(call, own, sizes, l);
+}
+
+/** @internal */
+export function* reduceSteps<T>(comm: Comm, call: string, value: T, op: unknown, root: number): Steps<T | null> {
+  const f = combiner<T>(op, call);
+  const all = yield* gatherSteps(comm, call, value, root);
+  if (all === null) return null;
+  if (all.length === 1) checkAll(op, all, f);
+  return fold(all, 0, all.length, f);
+}
+
+/** @internal */
+export function* allreduceSteps<T>(comm: Comm, call: string, value: T, op: unknown): Steps<T> {
+  const f = combiner<T>(op, call);
+  // Every rank folds the same values in the same order, so that every rank
+  // gets the same result, or the same error.
+  const all = yield* allgatherSteps(comm, call, value);
+  if (all.length === 1) checkAll(op, all, f);
+  return fold(all, 0, all.length, f);
+}
+
+/** @internal */
+export function* scanSteps<T>(comm: Comm, call: string, value: T, op: unknown): Steps<T> {
+  const { all, f } = yield* prefixSteps(comm, call, value, op);
+  return fold(all, 0, comm.rank + 1, f);
+}
+
+/** @internal */
+export function* exscanSteps<T>(comm: Comm, call: string, value: T, op: unknown): Steps<T | undefined> {
+  const { all, f } = yield* prefixSteps(comm, call, value, op);
+  return comm.rank === 0 ? undefined : fold(all, 0, comm.rank, f);
+}
+
+// scan's and exscan's values, on every rank.
+function* prefixSteps<T>(comm: Comm, call: string, value: T, op: unknown): Steps<{ all: T[]; f: Combine<T> }> {
+  if (comm.isInter) fail('ERR_COMM', call, 'scan and exscan are not defined on intercommunicators');
+  const f = combiner<T>(op, call);
+  const all = yield* allgatherSteps(comm, call, value);
+  checkAll(op, all, f);
+  return { all, f };
+}
