@@ -4,7 +4,7 @@
 // The sweeps (bench/run.mjs) time collectives after a long warm-up; this
 // times what comes before it. Each job is a fresh process tree
 // (node DIR/cli.js -n N bench/warmup_job.mjs) that times, on every rank,
-// each of the first 10 000 back-to-back calls of one 8 B collective
+// the first 10 000 back-to-back calls of one 8 B collective
 // (allreduce SUM, bcast from 0, barrier); one collective per job, so that
 // every column's call 1 is the first collective call of its processes. The
 // table shows calls 1-10 one by one and the means of the later decades, max
