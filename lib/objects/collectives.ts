@@ -113,8 +113,41 @@ function describeKey(k: unknown): string {
   return typeof k === 'string' ? JSON.stringify(k) : typeof k === 'number' || typeof k === 'bigint' ? String(k) : describe(k);
 }
 
+// Node's deserializer reads a typed array, Buffer or DataView as a view of
+// the bytes it reads: received values keep their receive buffer, and the
+// values of one gather share one. Copying each out would cost more than
+// the transfer: a fresh buffer's first touch is about 0.5 ms a MiB here
+// (bench/OBJECTS.md).
 function unpack(bytes: Uint8Array): unknown {
   return v8.deserialize(bytes);
+}
+
+// ---- Send buffers ---------------------------------------------------------------------
+
+// Values packed end to end go out of buffers that are reused: a fresh
+// buffer's first touch costs more than moving it (bench/OBJECTS.md). A few
+// are kept, none above 64 MiB.
+const pool: ArrayBuffer[] = [];
+const POOL_SIZE = 4, POOL_MAX = 64 << 20;
+
+function scratch(n: number): Uint8Array {
+  const i = pool.findIndex((b) => b.byteLength >= n);
+  const buf = i >= 0 ? pool.splice(i, 1)[0]! : new ArrayBuffer(n);
+  return new Uint8Array(buf, 0, n);
+}
+
+// `v` (from scratch()) is free again: its transfer is over.
+function release(v: Uint8Array): void {
+  const buf = v.buffer as ArrayBuffer;
+  if (buf.byteLength > POOL_MAX || buf.byteLength === 0) return;
+  if (pool.length === POOL_SIZE) {
+    // Keep the larger ones.
+    let least = 0;
+    for (let i = 1; i < pool.length; i++) if (pool[i]!.byteLength < pool[least]!.byteLength) least = i;
+    if (pool[least]!.byteLength >= buf.byteLength) return;
+    pool.splice(least, 1);
+  }
+  pool.push(buf);
 }
 
 // Nothing to move (a fresh one each time: a pending request holds its buffers).
@@ -130,28 +163,30 @@ interface Layout {
   displs: number[];
 }
 
-// Room for parts of `counts` bytes, end to end.
-function place(counts: number[]): Layout {
+// Room for parts of `counts` bytes, end to end, in a buffer from `alloc`.
+function place(counts: number[], alloc: (n: number) => Uint8Array): Layout {
   const displs: number[] = [];
   let total = 0;
   for (const c of counts) {
     displs.push(total);
     total += c;
   }
-  return { all: new Uint8Array(total), counts, displs };
+  return { all: alloc(total), counts, displs };
 }
 
-// Packed values end to end (0 bytes for one that failed).
+// Packed values end to end (0 bytes for one that failed), in a buffer from
+// scratch(): release() it once sent.
 function concat(parts: readonly Packed[]): Layout {
-  const l = place(parts.map((p) => Math.max(sizeOf(p), 0)));
+  const l = place(parts.map((p) => Math.max(sizeOf(p), 0)), scratch);
   parts.forEach((p, i) => {
     if (!(p instanceof MPIError)) l.all.set(p, l.displs[i]);
   });
   return l;
 }
 
-// Room for the values of received sizes (a -1 brings nothing).
-const layout = (sizes: Float64Array): Layout => place(Array.from(sizes, (s) => Math.max(s, 0)));
+// Room for the values of received sizes (a -1 brings nothing), fresh: the
+// values keep it.
+const layout = (sizes: Float64Array): Layout => place(Array.from(sizes, (s) => Math.max(s, 0)), (n) => new Uint8Array(n));
 
 /**
  * The values received, in order: after the steps ran to the end, this
@@ -260,6 +295,7 @@ export function* scatterSteps<T>(comm: Comm, call: string, values: readonly T[] 
   const c = role === 'root' ? concat(parts) : null;
   const spec: [Uint8Array, number[], number[]] | null = c ? [c.all, c.counts, c.displs] : null;
   yield step(() => comm.scatterv(spec, mine, root), () => comm.iscatterv(spec, mine, root));
+  if (c) release(c.all);
   if (own) throw own;
   if (!receives) return undefined as T;
   if (one[0]! < 0) fail('ERR_ARG', call, `the values at the root could not be sent (the root's own error says why)`);
@@ -288,6 +324,7 @@ export function* alltoallSteps<T>(comm: Comm, call: string, values: readonly T[]
   const c = concat(parts), l = layout(sizes);
   const send: [Uint8Array, number[], number[]] = [c.all, c.counts, c.displs], recv: [Uint8Array, number[], number[]] = [l.all, l.counts, l.displs];
   yield step(() => comm.alltoallv(send, recv), () => comm.ialltoallv(send, recv));
+  release(c.all);
   return received<T>(call, own, sizes, l);
 }
 
