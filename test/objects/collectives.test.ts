@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-import { explain, expectPassed, root, runJob, start, worldSizes } from '../helpers/job.js';
+import { explain, expectPassed, nodempi, root, runJob, start, worldSizes } from '../helpers/job.js';
 
 // test/fixtures/objects/collectives.mjs: every object collective, blocking
 // and awaited, exact values, errors and intercommunicators.
@@ -27,6 +27,18 @@ describe('object collectives', () => {
       expect(run.status, explain(run)).toBe(0);
       expect(/^RESULT (.*)$/m.exec(run.stdout)?.[1], explain(run)).toContain(`"exitCodes":[${new Array(np).fill(0).join(',')}]`);
       for (let r = 0; r < np; r++) expect(run.stdout, explain(run)).toMatch(new RegExp(`^objects all: rank ${r} passed \\d+ checks`, 'm'));
+    });
+  }
+
+  // The README's example, as a user runs it.
+  for (const np of worldSizes) {
+    it(`examples/words.mjs counts the same words at np=${np}`, async () => {
+      const run = await nodempi(['-n', String(np), join(root, 'examples/words.mjs')]);
+      expect(run.status, explain(run)).toBe(0);
+      const lines = run.stdout.trim().split('\n');
+      expect(lines[0], explain(run)).toBe('7 lines, 29 distinct words; most frequent: the 11, was 10, age 2, all 2');
+      expect(lines.slice(1).map((l) => Number(/: (\d+) lines/.exec(l)?.[1])).reduce((a, b) => a + b, 0)).toBe(7);
+      expect(lines).toHaveLength(1 + np);
     });
   }
 });
