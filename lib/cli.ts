@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import type { LaunchOptions } from './launch.js';
 
 // dist/cli.js -> the package root. The launcher (and with it the native
@@ -20,7 +21,7 @@ const usage = `usage: nodempi -n N [options] app.js [args...]
 Runs N ranks of an MPI job on this machine.
 
 options:
-  -n, --np N        number of ranks (default 1)
+  -n, --np N        number of ranks (default 1; also -nN, -n=N, -np N, -c N)
   --tag-output      prefix every output line with [rank]
   --timeout SEC     end the whole job after SEC seconds (exit status 124)
   --threads         run the ranks as worker threads of one process
@@ -32,63 +33,77 @@ function die(message: string): never {
   process.exit(2);
 }
 
+// Other spellings of -n: -n=N, and MPI launchers' -np N (Open MPI, MPICH)
+// and -c N (Open MPI).
+function normalize(a: string): string {
+  if (a.startsWith('-n=')) return `--np${a.slice(2)}`;
+  if (a === '-np' || a.startsWith('-np=')) return `--np${a.slice(3)}`;
+  if (a === '-c' || a.startsWith('-c=')) return `--np${a.slice(2)}`;
+  if (a.startsWith('-c') && /^-c\d/.test(a)) return `--np=${a.slice(2)}`;
+  return a;
+}
+
+const OPTIONS = {
+  np: { type: 'string', short: 'n' },
+  timeout: { type: 'string' },
+  'tag-output': { type: 'boolean' },
+  threads: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean' },
+} as const;
+
 function parse(argv: string[]): LaunchOptions {
-  const o: LaunchOptions = { np: 1, stdin: true };
-  let i = 0;
-  const value = (flag: string): string => {
-    const v = argv[++i];
-    if (v === undefined) die(`${flag} needs a value`);
-    return v;
-  };
-  for (; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === '--') {
-      const cmd = argv.slice(i + 1);
-      if (cmd.length === 0) die('-- must be followed by a command');
-      if (o.mode === 'thread') die('--threads runs a script, not a command given after --');
-      o.command = cmd;
-      return o;
-    }
-    if (!a.startsWith('-')) {
-      o.script = a;
-      o.args = argv.slice(i + 1);
-      return o;
-    }
-    const [flag, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
-    switch (flag) {
-      case '-n': case '-np': case '--np': case '-c': {
-        const v = inline ?? value(flag);
-        const n = Number(v);
-        if (!Number.isInteger(n) || n < 1 || n > 256) die(`${flag} must be an integer from 1 to 256, got ${v}`);
-        o.np = n;
-        break;
-      }
-      case '--timeout': {
-        const v = inline ?? value(flag);
-        const t = Number(v);
-        if (!(t > 0 && t <= 2147483)) die(`--timeout must be a positive number of seconds (at most 2147483), got ${v}`);
-        o.timeout = t;
-        break;
-      }
-      case '--tag-output':
-        o.tagOutput = true;
-        break;
-      case '--threads':
-        o.mode = 'thread';
-        break;
-      case '-h': case '--help':
-        process.stdout.write(usage + '\n');
-        process.exit(0);
-      case '--version': {
-        const pkg = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string };
-        process.stdout.write(pkg.version + '\n');
-        process.exit(0);
-      }
-      default:
-        die(`unknown option ${a}`);
-    }
+  // nodempi's options end at the program (its own arguments are its own) or
+  // at `--` (a command follows): find where, then parse what comes before.
+  let end = argv.length;
+  try {
+    const { tokens } = parseArgs({ args: argv.map(normalize), options: OPTIONS, strict: false, allowPositionals: true, tokens: true });
+    const first = tokens.find((t) => t.kind === 'positional' || t.kind === 'option-terminator');
+    if (first) end = first.index;
+  } catch (err) {
+    die((err as Error).message);
   }
-  die('no program to run');
+  let values: { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]['type'] extends 'string' ? string : boolean };
+  try {
+    ({ values } = parseArgs({ args: argv.slice(0, end).map(normalize), options: OPTIONS, strict: true, allowPositionals: false }));
+  } catch (err) {
+    // node:util's messages, in this command's words.
+    die((err as Error).message.replace(/^Unknown option '([^']*)'.*/s, 'unknown option $1')
+      .replace(/^Option '(?:-\w, )?([^' ]*)[^']*' argument missing.*/s, '$1 needs a value'));
+  }
+  if (values.help) {
+    process.stdout.write(usage + '\n');
+    process.exit(0);
+  }
+  if (values.version) {
+    const pkg = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string };
+    process.stdout.write(pkg.version + '\n');
+    process.exit(0);
+  }
+  const o: LaunchOptions = { np: 1, stdin: true };
+  if (values.np !== undefined) {
+    const n = Number(values.np);
+    if (!/^\d+$/.test(values.np) || n < 1 || n > 256) die(`-n must be an integer from 1 to 256, got ${values.np}`);
+    o.np = n;
+  }
+  if (values.timeout !== undefined) {
+    const t = Number(values.timeout);
+    if (!(t > 0 && t <= 2147483)) die(`--timeout must be a positive number of seconds (at most 2147483), got ${values.timeout}`);
+    o.timeout = t;
+  }
+  if (values['tag-output']) o.tagOutput = true;
+  if (values.threads) o.mode = 'thread';
+  if (end === argv.length) die('no program to run');
+  if (argv[end] === '--') {
+    const cmd = argv.slice(end + 1);
+    if (cmd.length === 0) die('-- must be followed by a command');
+    if (o.mode === 'thread') die('--threads runs a script, not a command given after --');
+    o.command = cmd;
+  } else {
+    o.script = argv[end];
+    o.args = argv.slice(end + 1);
+  }
+  return o;
 }
 
 // A reader that goes away (`nodempi ... | head`) must not crash the

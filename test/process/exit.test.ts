@@ -5,6 +5,7 @@
  * and no surviving rank process. Failing ranks and signals to the launcher,
  * at 2 and 8 ranks and in both modes, are in faults.test.ts.
  */
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { explain, nodempi } from '../helpers/job.js';
@@ -116,6 +117,25 @@ describe('the -- CMD form', () => {
     for (let k = 0; k < 4; k++) expect(r.stdout).toContain(`[${k}] r=${k} n=4 a=x b=y\n`);
   });
 
+  test.concurrent.each([['-n2'], ['-n=2'], ['--np=2'], ['-np', '2'], ['-c', '2'], ['--np', '2']].map((f) => [f.join(' '), f] as const))('%s: two ranks', async (_name, flag) => {
+    const r = await nodempi([...flag, '--tag-output', '--', 'sh', '-c', 'echo "n=$NODEMPI_SIZE"']);
+    expect(r.status, explain(r)).toBe(0);
+    expect(r.stdout.split('\n').filter((l) => l.endsWith('n=2')), explain(r)).toHaveLength(2);
+  });
+
+  test("a script's own options are its own, even nodempi's names", async () => {
+    const dir = scratch();
+    try {
+      const script = join(dir.dir, 'args.mjs');
+      writeFileSync(script, 'console.log(JSON.stringify(process.argv.slice(2)));\n');
+      const r = await nodempi(['-n', '1', script, '-n', '5', '--timeout', '--frob', '--']);
+      expect(r.status, explain(r)).toBe(0);
+      expect(r.stdout.trim()).toBe('["-n","5","--timeout","--frob","--"]');
+    } finally {
+      dir.remove();
+    }
+  });
+
   test('a command that does not exist: status 127, one line', async () => {
     const r = await nodempi(['-n', '3', '--', '/nonexistent/nodempi-no-such-command']);
     expect(r.status, explain(r)).toBe(127);
@@ -184,6 +204,9 @@ describe('usage errors exit 2 with a usage message', () => {
     ['--timeout abc', ['--timeout', 'abc', 'app.js']],
     ['--timeout Infinity', ['--timeout', 'Infinity', 'app.js']],
     ['--threads with -- CMD', ['--threads', '--', 'true']],
+    ['--timeout without a value', ['--timeout']],
+    ['a boolean option with a value', ['--tag-output=1', 'app.js']],
+    ['-n abc', ['-nabc', 'app.js']],
   ])('%s', async (_name, args) => {
     const before = shmNames();
     const r = await nodempi(args);
