@@ -138,6 +138,16 @@ export class Request implements PromiseLike<void> {
     return this.#promise.then(onfulfilled, onrejected);
   }
 
+  /** As Promise.prototype.catch: `req.catch(f)` is `req.then(undefined, f)`. */
+  catch<T = never>(onrejected?: ((reason: unknown) => T | PromiseLike<T>) | null): Promise<void | T> {
+    return this.then(undefined, onrejected);
+  }
+
+  /** As Promise.prototype.finally: `f` runs once the request completes, either way. */
+  finally(onfinally?: (() => void) | null): Promise<void> {
+    return this.then().finally(onfinally);
+  }
+
   /** @internal Called once per round when the engine reports completion. */
   _complete(err: Error | null): void {
     if (this.#completed) return;
