@@ -402,15 +402,15 @@ export class Comm {
    * `op` over all ranks and rank r receives the r-th block of recvcounts[r]
    * items. With IN_PLACE the input is read from `recv`.
    */
-  reduceScatter(send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): void {
+  reduceScatter(send: SendSpec, recv: Msg, recvcounts: readonly number[], op: Op = Op.SUM): void {
     this._blocking(C.reduceScatter, send, recv, recvcounts, op);
   }
   /** Nonblocking reduceScatter (MPI_Ireducescatter): returns at once; await or wait() the Request. */
-  ireduceScatter(send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): Request {
+  ireduceScatter(send: SendSpec, recv: Msg, recvcounts: readonly number[], op: Op = Op.SUM): Request {
     return this._request(C.reduceScatter, [send, recv, recvcounts, op]);
   }
   /** Persistent reduceScatter: start() runs it, as often as needed. */
-  reduceScatterInit(send: SendSpec, recv: Msg, recvcounts: number[], op: Op = Op.SUM): PersistentRequest {
+  reduceScatterInit(send: SendSpec, recv: Msg, recvcounts: readonly number[], op: Op = Op.SUM): PersistentRequest {
     return this._persistent(C.reduceScatter, [send, recv, recvcounts, op]);
   }
 

@@ -14,6 +14,7 @@ export { backend, finalize, isFinalized, isInitialized, libraryVersion, processo
 export { Datatype } from './datatype.js';
 export { Op } from './op.js';
 export type { TypedArray, UserFunction } from './op.js';
+export type { Combine } from './objects/combine.js';
 export { reduceLocal, reduceLocals } from './local.js';
 export { pack, packSize, unpack } from './pack.js';
 export { MPIError, ErrorClasses } from './errors.js';

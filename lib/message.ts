@@ -11,7 +11,7 @@ import { describe, fail } from './errors.js';
 /** Anything that holds bytes. */
 export type Buf = ArrayBufferView | ArrayBuffer | SharedArrayBuffer;
 /** A buffer with an optional count and datatype. */
-export type Msg = Buf | [Buf, Datatype] | [Buf, number, Datatype];
+export type Msg = Buf | readonly [Buf, Datatype] | readonly [Buf, number, Datatype];
 
 /** A message spec after checking. */
 export interface Resolved {
@@ -206,9 +206,9 @@ export function resolveBlocks(call: string, what: string, spec: unknown, blocks:
 }
 
 /** `[buf, counts, displs?, datatype?]`: counts and displacements in items. */
-export type VMsg = [Buf, number[], (number[] | null)?, Datatype?];
+export type VMsg = readonly [Buf, readonly number[], (readonly number[] | null)?, Datatype?];
 /** `[buf, counts, byteDispls, datatypes]`: one datatype per rank, displacements in bytes. */
-export type WMsg = [Buf, number[], number[], Datatype[]];
+export type WMsg = readonly [Buf, readonly number[], readonly number[], readonly Datatype[]];
 
 /** A v- or w-spec after checking: per-rank byte counts and byte displacements. */
 export interface ResolvedV {

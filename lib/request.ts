@@ -9,7 +9,7 @@ import { UNDEFINED } from './constants.js';
 import { describe, fail, MPIError, retitle } from './errors.js';
 import type { Held } from './hold.js';
 
-/** @internal How a collective binding is asked to run. */
+/** How a collective binding is asked to run (not exported by the package). */
 export const enum Mode {
   BLOCKING = 0,
   NONBLOCKING = 1,

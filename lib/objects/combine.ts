@@ -8,7 +8,7 @@
 import { describe, fail } from '../errors.js';
 import { Op } from '../op.js';
 
-/** @internal Combines two ranks' values (the lower rank's first). */
+/** An object collective's function op: combines two ranks' values, the lower rank's first. */
 export type Combine<T> = (a: T, b: T) => T;
 
 /**
