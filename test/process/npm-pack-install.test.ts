@@ -12,9 +12,9 @@
  * prebuilds with it.
  */
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, expect, test } from 'vitest';
 import { root } from '../helpers/job.js';
@@ -58,6 +58,15 @@ test('npm pack, install with no compiler, run the installed nodempi, require() f
   expect(files).toContain('dist/index.d.ts');
   expect(files).toContain('dist/cli.js');
   expect(files.some((f) => f.startsWith('build/'))).toBe(false);
+  expect(files).toContain('LICENSE');
+  // Source maps lead to sources that are in the package.
+  const maps = files.filter((f) => f.endsWith('.js.map'));
+  expect(maps.length).toBeGreaterThan(10);
+  for (const m of maps) {
+    for (const s of (JSON.parse(readFileSync(join(src, m), 'utf8')) as { sources: string[] }).sources) {
+      expect(files, `${m} maps to ${s}`).toContain(join(dirname(m), s));
+    }
+  }
   expect(existsSync(join(src, 'prebuilds', 'linux-x64', 'nodempi.node'))).toBe(true);
 
   // 2. Installed into an empty folder; compiling anything would fail.
