@@ -14,7 +14,9 @@
  * checked: a blocking exchange at their start would make them wait for
  * the other ranks.
  */
+import { Datatype } from '../datatype.js';
 import { fail } from '../errors.js';
+import { Op } from '../op.js';
 
 /** What a rank says about one collective; -1 leaves a field out of the comparison. */
 export interface Signature {
@@ -59,8 +61,8 @@ export function compare(call: string, all: Float64Array, n: number): void {
   const fields: [name: string, at: number, show: (v: number) => string][] = [
     ['collective', 0, (v) => `called ${KINDS[v] ?? '?'}`],
     ['root', 1, (v) => `passed root ${v}`],
-    ['op', 2, (v) => (v === -2 ? 'passed a user-defined op' : `passed op #${v}`)],
-    ['datatype', 3, (v) => `passed basic type #${v - 1}`],
+    ['op', 2, (v) => (v === -2 ? 'passed a user-defined op' : Op.predefined[v] ? `passed Op.${Op.predefined[v]!.name}` : `passed op #${v}`)],
+    ['datatype', 3, (v) => (basicName(v - 1) ? `passed Datatype.${basicName(v - 1)!}` : `passed basic type #${v - 1}`)],
     ['message size', 4, (v) => `sent or expected ${v} bytes`],
   ];
   for (const [name, at, show] of fields) {
@@ -82,4 +84,17 @@ export function compare(call: string, all: Float64Array, n: number): void {
     const parts = [...groups].map(([v, ranks]) => `${rankList(ranks)} ${show(v)}`);
     fail('ERR_NOT_SAME', call, `ranks disagree on the ${name}: ${parts.join('; ')}`);
   }
+}
+
+// The first predefined datatype stored as kernel type `basic`, as the shm
+// backend names it (INT and INT32_T are one, and agree): DOUBLE, INT32_T.
+let byBasic: Map<number, string> | null = null;
+function basicName(basic: number): string | undefined {
+  if (!byBasic) {
+    byBasic = new Map();
+    for (const d of Object.values(Datatype)) {
+      if (d instanceof Datatype && d.category !== 'char' && !byBasic.has(d.basic)) byBasic.set(d.basic, d.name);
+    }
+  }
+  return byBasic.get(basic);
 }

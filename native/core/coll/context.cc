@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/coll/select.h"
+#include "core/kernels/kernels.h"
 #include "core/error.h"
 
 namespace nodempi::coll {
@@ -143,11 +144,19 @@ void Context::agree(uint32_t s, const char* what) {
   if (differs(op)) {
     report("op", op, [](uint64_t v) {
       int32_t id = int32_t(uint32_t(v));
-      return id == -1 ? std::string("passed a user-defined op") : "passed op #" + std::to_string(id);
+      const char* name = id >= 0 ? kernels::op_name(kernels::OpId(id)) : nullptr;
+      return id == -1 ? std::string("passed a user-defined op")
+                      : name ? std::string("passed Op.") + name : "passed op #" + std::to_string(id);
     });
   }
   auto type = [](const Signature& g) { return g.type ? uint64_t(g.type) : ~uint64_t(0); };
-  if (differs(type)) report("datatype", type, [](uint64_t v) { return "passed basic type #" + std::to_string(v - 1); });
+  if (differs(type)) {
+    report("datatype", type, [](uint64_t v) {
+      // Named by how it is stored: INT and INT32_T are one, and agree.
+      const char* name = v >= 1 && v <= 256 ? kernels::type_name(kernels::TypeId(v - 1)) : nullptr;
+      return name ? std::string("passed Datatype.") + name : "passed basic type #" + std::to_string(v - 1);
+    });
+  }
   auto bytes = [](const Signature& g) { return g.check_bytes ? g.bytes : ~uint64_t(0); };
   if (differs(bytes)) {
     report("message size", bytes, [](uint64_t v) { return "sent or expected " + std::to_string(v) + " bytes"; });

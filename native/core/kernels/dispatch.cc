@@ -130,6 +130,23 @@ size_t type_size(TypeId type) {
   return 0;
 }
 
+const char* op_name(OpId op) {
+  static const char* const names[] = {"MAX", "MIN", "SUM", "PROD", "LAND", "BAND", "LOR",
+                                      "BOR", "LXOR", "BXOR", "MAXLOC", "MINLOC", "REPLACE", "NO_OP"};
+  static_assert(sizeof names / sizeof names[0] == size_t(OpId::COUNT), "a name per op");
+  return op < OpId::COUNT ? names[size_t(op)] : nullptr;
+}
+
+const char* type_name(TypeId type) {
+  static const char* const names[] = {
+      "SIGNED_CHAR", "UNSIGNED_CHAR", "SHORT", "UNSIGNED_SHORT", "INT", "UNSIGNED", "LONG", "UNSIGNED_LONG",
+      "FLOAT", "DOUBLE", "LONG_DOUBLE", "C_COMPLEX", "C_DOUBLE_COMPLEX", "C_LONG_DOUBLE_COMPLEX",
+      "C_BOOL", "LOGICAL", "BYTE", "FLOAT_INT", "DOUBLE_INT", "LONG_INT", "TWO_INT", "SHORT_INT",
+      "LONG_DOUBLE_INT", "TWO_REAL", "TWO_DOUBLE_PRECISION"};
+  static_assert(sizeof names / sizeof names[0] == size_t(TypeId::COUNT), "a name per type");
+  return type < TypeId::COUNT ? names[size_t(type)] : nullptr;
+}
+
 const char* active_isa() { return active()->name; }
 
 bool select_isa(const char* name) {

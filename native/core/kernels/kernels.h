@@ -41,6 +41,12 @@ ReduceFn lookup(OpId op, TypeId type);
 // Size in bytes of one item of a storage type.
 size_t type_size(TypeId type);
 
+// The names of lib/op.ts and lib/datatype.ts ("SUM"; "INT", the first of
+// the predefined datatypes stored as `type`, as lib/coll/agree.ts names
+// them for the mpi backend), for messages; nullptr when out of range.
+const char* op_name(OpId op);
+const char* type_name(TypeId type);
+
 // Which table is active: "scalar", "avx2", "avx512" (or "neon").
 const char* active_isa();
 
