@@ -4,8 +4,9 @@
  *   nodempi -n N [options] app.js [args...]
  *   nodempi -n N [options] -- CMD [args...]
  */
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { LaunchOptions } from './launch.js';
@@ -25,6 +26,7 @@ options:
   --tag-output      prefix every output line with [rank]
   --timeout SEC     end the whole job after SEC seconds (exit status 124)
   --threads         run the ranks as worker threads of one process
+  --oversubscribe   more ranks than cores is intended: no warning
   -h, --help        show this help
   --version         show the nodempi version`;
 
@@ -50,6 +52,7 @@ const OPTIONS = {
   threads: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
+  oversubscribe: { type: 'boolean' },
 } as const;
 
 function parse(argv: string[]): LaunchOptions {
@@ -93,6 +96,7 @@ function parse(argv: string[]): LaunchOptions {
   }
   if (values['tag-output']) o.tagOutput = true;
   if (values.threads) o.mode = 'thread';
+  oversubscribe = values.oversubscribe === true;
   if (end === argv.length) die('no program to run');
   if (argv[end] === '--') {
     const cmd = argv.slice(end + 1);
@@ -106,11 +110,30 @@ function parse(argv: string[]): LaunchOptions {
   return o;
 }
 
+let oversubscribe = false;
+
+// A program that is not there: one message, rather than one trace per rank.
+// As `node` finds a main script: the name, or with .js, .json or .node.
+function checkScript(script: string): void {
+  const path = resolve(script);
+  if (['', '.js', '.json', '.node'].some((ext) => existsSync(path + ext))) return;
+  process.stderr.write(`nodempi: cannot find the program ${script} (no such file)\n`);
+  process.exit(1);
+}
+
 // A reader that goes away (`nodempi ... | head`) must not crash the
 // launcher while ranks still run: drop the output instead.
 for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
 
 const options = parse(process.argv.slice(2));
+if (options.script !== undefined) checkScript(String(options.script));
+// Ranks that outnumber the cores take turns on them: correct, but waits
+// become sleeps and small collectives take far longer.
+const cores = availableParallelism();
+if (options.np > cores && !oversubscribe) {
+  process.emitWarning(`${options.np} ranks on ${cores} cores: ranks take turns on the cores, and small collectives are much slower. ` +
+    'nodempi --oversubscribe says this is intended.', { code: 'NODEMPI_OVERSUBSCRIBED' });
+}
 try {
   const { launchWithSignals } = await import('./launch.js');
   const result = await launchWithSignals(options);

@@ -20,6 +20,16 @@ export const enum Mode {
 // alive until completion even if the caller drops the Request.
 const inflight = new Map<number, Request>();
 
+// Requests that completed with nobody waiting and were never awaited,
+// waited for or tested since, by call: said once when the program ends.
+const unawaited = new Map<string, number>();
+process.once('beforeExit', () => {
+  if (unawaited.size === 0) return;
+  const calls = [...unawaited].map(([call, n]) => (n > 1 ? `${call} x${n}` : call)).join(', ');
+  process.emitWarning(`nonblocking requests completed but never awaited, waited for or tested: ${calls}. ` +
+    'A failure of theirs went unnoticed, and their buffers may have been read before they were filled.', { code: 'NODEMPI_UNAWAITED' });
+});
+
 function deliver(done: unknown[]): void {
   for (let i = 0; i < done.length; i += 2) {
     inflight.get(done[i] as number)?._complete(done[i + 1] as Error | null);
@@ -66,6 +76,9 @@ export class Request implements PromiseLike<void> {
   // returned this round to the caller. Until then the request stays active
   // for waitAny, as in MPI, even if the engine finished it meanwhile.
   #reported: boolean;
+  // Completed while nobody was waiting, and not reported since (counted in
+  // `unawaited` until it is).
+  #unawaited = false;
   #error: Error | null = null;
   #promise: Promise<void> | null = null;
   #settle: ((err: Error | null) => void) | null = null;
@@ -102,7 +115,7 @@ export class Request implements PromiseLike<void> {
       if (r === undefined) return false;
       this._complete(r);
     }
-    this.#reported = true;
+    this.#report();
     this.#throwIfFailed();
     return true;
   }
@@ -115,7 +128,7 @@ export class Request implements PromiseLike<void> {
       // delivered here rather than through the event loop.
       if (inflight.size > 0) deliver(backend.requests.drain());
     }
-    this.#reported = true;
+    this.#report();
     this.#throwIfFailed();
   }
 
@@ -124,12 +137,12 @@ export class Request implements PromiseLike<void> {
     onrejected?: ((reason: unknown) => T2 | PromiseLike<T2>) | null,
   ): Promise<T1 | T2> {
     if (!this.#promise) {
-      if (this.#completed) this.#reported = true;
+      if (this.#completed) this.#report();
       this.#promise = this.#completed
         ? (this.#error ? Promise.reject(this.#error) : Promise.resolve())
         : new Promise<void>((resolve, reject) => {
             this.#settle = (err) => {
-              this.#reported = true;
+              this.#report();
               if (err) reject(err);
               else resolve();
             };
@@ -168,6 +181,19 @@ export class Request implements PromiseLike<void> {
     this.#settle = null;
     // A failed unpack or copy-back fails the awaited promise too.
     settle?.(this.#error);
+    if (!this.#reported && this.#call) {
+      this.#unawaited = true;
+      unawaited.set(this.#call, (unawaited.get(this.#call) ?? 0) + 1);
+    }
+  }
+
+  #report(): void {
+    this.#reported = true;
+    if (!this.#unawaited) return;
+    this.#unawaited = false;
+    const n = unawaited.get(this.#call)! - 1;
+    if (n > 0) unawaited.set(this.#call, n);
+    else unawaited.delete(this.#call);
   }
 
   /** @internal Starts a new round under a new native id (persistent requests). */
@@ -175,6 +201,8 @@ export class Request implements PromiseLike<void> {
     this.#id = id;
     this.#completed = false;
     this.#reported = false;
+    // An unreported round stays counted: it was never looked at.
+    this.#unawaited = false;
     this.#error = null;
     this.#promise = null;
     this.#settle = null;

@@ -3,7 +3,7 @@
  * (or becoming a singleton), finalizing at exit, timers and abort.
  */
 import { backend as active, setBackend } from './backends/active.js';
-import { chooseBackend } from './backends/choose.js';
+import { chooseBackend, detectLauncher } from './backends/choose.js';
 import { mpi } from './backends/mpi.js';
 import { MPIError } from './errors.js';
 import { native } from './native.js';
@@ -28,8 +28,15 @@ export function ensureInit(): void {
     if (finalized) throw new MPIError('ERR_OTHER', 'MPI has been finalized; no MPI call may follow finalize()');
     return;
   }
-  if (chooseBackend().backend === 'mpi') setBackend(mpi);
+  const choice = chooseBackend();
+  if (choice.backend === 'mpi') setBackend(mpi);
   const job = active.runtime.init();
+  const seen = choice.backend === 'shm' && process.env.NODEMPI_SIZE === undefined ? detectLauncher(process.env) : null;
+  if (seen) {
+    // An MPI launcher's processes, each a world of one: hardly what was meant.
+    process.emitWarning(`${seen.reason}, but NODEMPI_BACKEND=shm makes this process a world of one. ` +
+      'Unset NODEMPI_BACKEND to run over the system MPI.', { code: 'NODEMPI_LAUNCHER_IGNORED' });
+  }
   backend = active.name;
   jobRank = job.rank;
   jobSize = job.size;

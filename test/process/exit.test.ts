@@ -26,7 +26,7 @@ describe('normal end', () => {
 
   test('--tag-output prefixes every line of stdout and stderr with [rank], partial lines included', async () => {
     const np = 3;
-    const r = await nodempi(['-n', String(np), '--tag-output', join(processFixtures, 'echo.mjs')]);
+    const r = await nodempi(['-n', String(np), '--oversubscribe', '--tag-output', join(processFixtures, 'echo.mjs')]);
     expect(r.status, explain(r)).toBe(0);
     for (const [name, text] of [['stdout', r.stdout], ['stderr', r.stderr]] as const) {
       expect(text.endsWith('\n'), `${name} ends with a newline`).toBe(true);
