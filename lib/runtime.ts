@@ -7,6 +7,8 @@ import { chooseBackend, detectLauncher } from './backends/choose.js';
 import { mpi } from './backends/mpi.js';
 import { MPIError } from './errors.js';
 import { native } from './native.js';
+import { writeSync } from 'node:fs';
+import { isMainThread } from 'node:worker_threads';
 
 let initialized = false;
 let jobRank = 0;
@@ -19,7 +21,23 @@ native.setErrorFactory((errorClass, message, cause) => MPIError.fromClass(errorC
 // not it ever calls into MPI (a rank busy in a loop would not notice).
 {
   const launcher = Number(process.env.NODEMPI_LAUNCHER_PID);
-  if (process.env.NODEMPI_SIZE !== undefined && Number.isInteger(launcher) && launcher > 0) native.watchLauncher(launcher);
+  if (process.env.NODEMPI_SIZE !== undefined && Number.isInteger(launcher) && launcher > 0) {
+    native.watchLauncher(launcher);
+    if (isMainThread) process.on('uncaughtExceptionMonitor', stoppedByPeer);
+  }
+}
+
+// When one rank fails, every other rank's collective throws ERR_PROC_FAILED,
+// and left uncaught each would print a stack trace of its own, burying the
+// one that matters (the failing rank's, which the launcher reports). A rank
+// of the nodempi launcher says it in one line instead, and ends as Node
+// would have (status 1). Not where the program handles uncaught exceptions
+// itself.
+function stoppedByPeer(err: unknown): void {
+  if (!(err instanceof MPIError) || err.code !== 'ERR_PROC_FAILED') return;
+  if (process.listenerCount('uncaughtException') > 0 || process.hasUncaughtExceptionCaptureCallback()) return;
+  writeSync(2, `nodempi: rank ${process.env.NODEMPI_RANK} stopped: ${err.message} (uncaught ${err.code})\n`);
+  process.exit(1);
 }
 
 /** @internal Initialises on first use; throws after finalize. */

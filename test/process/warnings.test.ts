@@ -4,7 +4,8 @@
  * than cores (the launcher; `--oversubscribe` says it is intended),
  * nonblocking requests never awaited (each rank, at the end), an MPI
  * launcher's environment while NODEMPI_BACKEND=shm; and a missing program
- * is one message, not a trace per rank.
+ * is one message, not a trace per rank, as a failing rank's trace is the
+ * only one when the others stop because of it.
  */
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
@@ -61,5 +62,17 @@ describe('warnings', () => {
     expect(r.stdout.match(/unawaited await: rank 0 done/g), explain(r)).toHaveLength(2);
     expect(count(r.stderr, 'NODEMPI_LAUNCHER_IGNORED'), explain(r)).toBe(2);
     expect(r.stderr).toContain('mpirun (Open MPI) set OMPI_COMM_WORLD_SIZE, but NODEMPI_BACKEND=shm makes this process a world of one');
+  });
+
+  test('one rank throws: its trace, the launcher\'s line, and one line for each rank it stopped', async () => {
+    const r = await nodempi(['-n', '4', '--oversubscribe', fixture('root-cause.mjs')]);
+    expect(r.status, explain(r)).toBe(1);
+    expect(r.stderr.match(/Error: rank 1 fails on purpose/g), explain(r)).toHaveLength(1);
+    expect(r.stderr).toContain('nodempi: rank 1 exited with code 1; ending the job');
+    for (const k of [0, 2, 3]) {
+      const call = k % 2 === 0 ? 'allreduce' : 'iallreduce';
+      expect(r.stderr).toContain(`nodempi: rank ${k} stopped: ${call}: the job has failed (rank 1 ended or aborted) (uncaught ERR_PROC_FAILED)\n`);
+    }
+    expect(r.stderr, explain(r)).not.toMatch(/MPIError|at .*dist\//);
   });
 });
