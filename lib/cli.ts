@@ -28,7 +28,20 @@ options:
   --threads         run the ranks as worker threads of one process
   --oversubscribe   more ranks than cores is intended: no warning
   -h, --help        show this help
-  --version         show the nodempi version`;
+  --version         show the nodempi version
+
+Each rank's environment has NODEMPI_RANK and NODEMPI_SIZE. Read by nodempi
+(README "Tuning" and "Across machines"):
+  NODEMPI_BACKEND=shm|mpi      force a backend (default: mpi under mpirun, mpiexec
+                               or srun, else shared memory)
+  NODEMPI_MPI_LIB=PATH         the MPI library for the mpi backend
+  NODEMPI_CHECK_SAME=1         mpi backend: check that ranks agree on every call
+  NODEMPI_MPI_PERSISTENT=emulate  mpi backend: persistent calls as nonblocking ones
+  NODEMPI_HOLD=mark|copy       how nonblocking calls hold their buffers
+  NODEMPI_SLOT_KB, NODEMPI_CMA, NODEMPI_CMA_MIN, NODEMPI_SPIN_US, NODEMPI_YIELD_US,
+  NODEMPI_KERNELS, NODEMPI_ALGO  tune the shared-memory transport
+  NODEMPI_ADDON=PATH           load another build of the native addon
+Warnings are Node's: --no-warnings or NODE_NO_WARNINGS=1 silences them.`;
 
 function die(message: string): never {
   process.stderr.write(`nodempi: ${message}\n${usage}\n`);
