@@ -50,7 +50,7 @@ static std::string g_context;  // what is being tested, printed with failures
 constexpr int kOps = static_cast<int>(OpId::COUNT);
 constexpr int kTypes = static_cast<int>(TypeId::COUNT);
 
-const char* op_name(OpId op) {
+const char* op_label(OpId op) {
   static const char* const names[] = {"MAX",  "MIN",  "SUM",  "PROD",   "LAND",   "BAND",    "LOR",
                                       "BOR",  "LXOR", "BXOR", "MAXLOC", "MINLOC", "REPLACE", "NO_OP"};
   static_assert(sizeof(names) / sizeof(names[0]) == kOps);
@@ -71,7 +71,7 @@ const TypeInfo kTypeInfo[] = {
 };
 static_assert(sizeof(kTypeInfo) / sizeof(kTypeInfo[0]) == kTypes);
 
-const char* type_name(TypeId t) { return kTypeInfo[static_cast<int>(t)].name; }
+const char* type_label(TypeId t) { return kTypeInfo[static_cast<int>(t)].name; }
 size_t size_of(TypeId t) { return kTypeInfo[static_cast<int>(t)].size; }
 
 bool is_integer(TypeId t) { return t <= TypeId::U64; }
@@ -97,7 +97,7 @@ bool defined(OpId op, TypeId t) {
   }
 }
 
-std::string describe(OpId op, TypeId t) { return std::string(op_name(op)) + " " + type_name(t); }
+std::string describe(OpId op, TypeId t) { return std::string(op_label(op)) + " " + type_label(t); }
 
 // ---- Random numbers -----------------------------------------------------------
 
@@ -552,10 +552,20 @@ void test_table() {
   CHECK(lookup(static_cast<OpId>(200), TypeId::I32) == nullptr);
   CHECK(lookup(OpId::SUM, static_cast<TypeId>(200)) == nullptr);
   for (int t = 0; t < kTypes; ++t) {
-    g_context = std::string("type_size ") + type_name(static_cast<TypeId>(t));
+    g_context = std::string("type_size ") + type_label(static_cast<TypeId>(t));
     CHECK(type_size(static_cast<TypeId>(t)) == size_of(static_cast<TypeId>(t)));
   }
   CHECK(type_size(TypeId::COUNT) == 0);
+  // The names ERR_NOT_SAME messages use: lib/op.ts's, and lib/datatype.ts's
+  // first predefined datatype of each storage type.
+  g_context = "names";
+  for (int o = 0; o < kOps; ++o) CHECK(std::strcmp(op_name(static_cast<OpId>(o)), op_label(static_cast<OpId>(o))) == 0);
+  for (int t = 0; t < kTypes; ++t) CHECK(type_name(static_cast<TypeId>(t)) != nullptr);
+  CHECK(std::strcmp(type_name(TypeId::F64), "DOUBLE") == 0);
+  CHECK(std::strcmp(type_name(TypeId::F32), "FLOAT") == 0);
+  CHECK(std::strcmp(type_name(TypeId::I32), "INT") == 0);
+  CHECK(std::strcmp(type_name(TypeId::TWO_DOUBLE), "TWO_DOUBLE_PRECISION") == 0);
+  CHECK(op_name(OpId::COUNT) == nullptr && type_name(TypeId::COUNT) == nullptr);
 }
 
 // ---- 2. Dispatch ---------------------------------------------------------------------------
