@@ -9,7 +9,7 @@ import type { Members, Started } from './coll/backend.js';
 import { backend } from './backends/active.js';
 import { COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, UNDEFINED, UNEQUAL } from './constants.js';
 import { nameArg } from './datatype.js';
-import { describe, fail, retitle } from './errors.js';
+import { describe, fail, MPIError, retitle } from './errors.js';
 import { beginStaging, releaseStaging, takeStaging } from './coll/staging.js';
 import type { Msg, VMsg, WMsg } from './message.js';
 import { Op } from './op.js';
@@ -47,6 +47,9 @@ export class Comm {
   #group: Group | null;
   #freed = false;
   #replays: Replays | null = null;
+  // Nonblocking collectives started here and not yet complete, each with
+  // whether another was in flight beside it at some point.
+  #inflight = new Map<Request, { overlapped: boolean }>();
   #members: Members | null = null;
 
   /**
@@ -581,6 +584,7 @@ export class Comm {
     } catch (err) {
       // Nothing is in flight after a failed call (blocking or not started).
       releaseStaging(takeStaging());
+      if (this.#inflight.size > 0) hintDup(err);
       throw retitle(err, publicName(d.name, mode));
     } finally {
       running--;
@@ -605,7 +609,15 @@ export class Comm {
 
   /** @internal The nonblocking form of collective `d`. */
   _request<A extends unknown[]>(d: Collective<A>, args: A): Request {
-    return new Request(started(this._run(d, Mode.NONBLOCKING, args), d.name), args);
+    const req = new Request(started(this._run(d, Mode.NONBLOCKING, args), d.name), args);
+    const mine = { overlapped: this.#inflight.size > 0 };
+    for (const other of this.#inflight.values()) other.overlapped = true;
+    this.#inflight.set(req, mine);
+    req._onEnd = (err) => {
+      this.#inflight.delete(req);
+      if (err && mine.overlapped) hintDup(err);
+    };
+    return req;
   }
 
   /** @internal The persistent form of collective `d`. */
@@ -694,4 +706,13 @@ function argList(n: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown):
   const all = [a0, a1, a2, a3];
   all.length = n;
   return all;
+}
+
+// Ranks that disagree while several collectives are in flight on one
+// communicator have most likely started them in different orders: two async
+// tasks sharing it, each rank's event loop interleaving them its own way.
+function hintDup(err: unknown): void {
+  if (!(err instanceof MPIError) || err.code !== 'ERR_NOT_SAME' || err.message.includes('comm.dup()')) return;
+  err.message += '. Several collectives were in flight on this communicator: every rank must start them in the same order; ' +
+    'give each concurrent async task its own communicator (comm.dup())';
 }

@@ -86,6 +86,8 @@ export class Request implements PromiseLike<void> {
   protected _hooks: Hooks | null;
   /** @internal */
   protected _held: Held | null;
+  /** @internal Told of the outcome once, as the request completes (its communicator's count). */
+  _onEnd: ((err: Error | null) => void) | null = null;
   #call: string;
 
   /** @internal */
@@ -177,6 +179,9 @@ export class Request implements PromiseLike<void> {
       }
     }
     if (!(this instanceof PersistentRequest)) this.#keep = null;
+    const end = this._onEnd;
+    this._onEnd = null;
+    end?.(this.#error);
     const settle = this.#settle;
     this.#settle = null;
     // A failed unpack or copy-back fails the awaited promise too.

@@ -9,4 +9,12 @@ describe('ordering of blocking, nonblocking and persistent collectives', () => {
       expectPassed(await runJob(np, 'nonblocking/ordering.mjs', [], { timeoutSec: 45 }), { name: 'ordering', np });
     });
   }
+
+  // Two async tasks on one communicator, started in different orders by
+  // different ranks: ERR_NOT_SAME that says to dup(); a communicator each works.
+  for (const np of worldSizes) {
+    it(`concurrent async tasks: ERR_NOT_SAME pointing at comm.dup() on a shared communicator, right values on their own, at np=${np}`, async () => {
+      expectPassed(await runJob(np, 'nonblocking/concurrent.mjs'), { name: 'concurrent tasks', np });
+    });
+  }
 });
