@@ -54,7 +54,7 @@ function normalize(a: string): string {
   if (a.startsWith('-n=')) return `--np${a.slice(2)}`;
   if (a === '-np' || a.startsWith('-np=')) return `--np${a.slice(3)}`;
   if (a === '-c' || a.startsWith('-c=')) return `--np${a.slice(2)}`;
-  if (a.startsWith('-c') && /^-c\d/.test(a)) return `--np=${a.slice(2)}`;
+  if (/^-c\d/.test(a)) return `--np=${a.slice(2)}`;
   return a;
 }
 
@@ -68,25 +68,32 @@ const OPTIONS = {
   oversubscribe: { type: 'boolean' },
 } as const;
 
-function parse(argv: string[]): LaunchOptions {
+// nodempi's own options, strictly: an unknown one or a missing value is a
+// usage error.
+function ours(args: string[]) {
+  try {
+    return parseArgs({ args, options: OPTIONS, strict: true, allowPositionals: false }).values;
+  } catch (err) {
+    // node:util's messages, in this command's words.
+    return die((err as Error).message.replace(/^Unknown option '([^']*)'.*/s, 'unknown option $1')
+      .replace(/^Option '(?:-\w, )?([^' ]*)[^']*' argument missing.*/s, '$1 needs a value'));
+  }
+}
+
+// The launch options, and whether more ranks than cores is intended.
+function parse(argv: string[]): { options: LaunchOptions; oversubscribe: boolean } {
   // nodempi's options end at the program (its own arguments are its own) or
   // at `--` (a command follows): find where, then parse what comes before.
+  const args = argv.map(normalize);
   let end = argv.length;
   try {
-    const { tokens } = parseArgs({ args: argv.map(normalize), options: OPTIONS, strict: false, allowPositionals: true, tokens: true });
+    const { tokens } = parseArgs({ args, options: OPTIONS, strict: false, allowPositionals: true, tokens: true });
     const first = tokens.find((t) => t.kind === 'positional' || t.kind === 'option-terminator');
     if (first) end = first.index;
   } catch (err) {
     die((err as Error).message);
   }
-  let values: { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]['type'] extends 'string' ? string : boolean };
-  try {
-    ({ values } = parseArgs({ args: argv.slice(0, end).map(normalize), options: OPTIONS, strict: true, allowPositionals: false }));
-  } catch (err) {
-    // node:util's messages, in this command's words.
-    die((err as Error).message.replace(/^Unknown option '([^']*)'.*/s, 'unknown option $1')
-      .replace(/^Option '(?:-\w, )?([^' ]*)[^']*' argument missing.*/s, '$1 needs a value'));
-  }
+  const values = ours(args.slice(0, end));
   if (values.help) {
     process.stdout.write(usage + '\n');
     process.exit(0);
@@ -109,7 +116,6 @@ function parse(argv: string[]): LaunchOptions {
   }
   if (values['tag-output']) o.tagOutput = true;
   if (values.threads) o.mode = 'thread';
-  oversubscribe = values.oversubscribe === true;
   if (end === argv.length) die('no program to run');
   if (argv[end] === '--') {
     const cmd = argv.slice(end + 1);
@@ -120,10 +126,8 @@ function parse(argv: string[]): LaunchOptions {
     o.script = argv[end];
     o.args = argv.slice(end + 1);
   }
-  return o;
+  return { options: o, oversubscribe: values.oversubscribe === true };
 }
-
-let oversubscribe = false;
 
 // A program that is not there: one message, rather than one trace per rank.
 // As `node` finds a main script: the name, or with .js, .json or .node.
@@ -138,7 +142,7 @@ function checkScript(script: string): void {
 // launcher while ranks still run: drop the output instead.
 for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
 
-const options = parse(process.argv.slice(2));
+const { options, oversubscribe } = parse(process.argv.slice(2));
 if (options.script !== undefined) checkScript(String(options.script));
 // Ranks that outnumber the cores take turns on them: correct, but waits
 // become sleeps and small collectives take far longer.

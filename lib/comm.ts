@@ -14,7 +14,7 @@ import { beginStaging, releaseStaging, takeStaging } from './coll/staging.js';
 import type { Msg, VMsg, WMsg } from './message.js';
 import { Op } from './op.js';
 import { Mode, PersistentRequest, Request, setNextCall, setNextHooks } from './request.js';
-import { RECORD, REPLAYED, Replays } from './replay.js';
+import { argList, RECORD, REPLAYED, Replays } from './replay.js';
 import { hasUserOp, hold } from './hold.js';
 import { ensureInit, worldRank } from './runtime.js';
 import { compareRanks, Group } from './group.js';
@@ -47,9 +47,9 @@ export class Comm {
   #group: Group | null;
   #freed = false;
   #replays: Replays | null = null;
-  // Nonblocking collectives started here and not yet complete, each with
-  // whether another was in flight beside it at some point.
-  #inflight = new Map<Request, { overlapped: boolean }>();
+  // Nonblocking collectives started here, and those not yet complete.
+  #started = 0;
+  #inflight = 0;
   #members: Members | null = null;
 
   /**
@@ -550,15 +550,12 @@ export class Comm {
     // Not a rest parameter nor `arguments`: each is an object per call
     // until V8 optimizes the function.
     const n = d.arity;
-    if (running === 0) {
-      const replays = this.#replays ?? this._replays();
-      if (replays !== null) {
-        const r = replays.replay(d.name, n, a0, a1, a2, a3);
-        if (r === REPLAYED) return;
-        if (r === RECORD && this.#keep(replays, d, argList(n, a0, a1, a2, a3))) return;
-      }
-    }
-    this._run(d, Mode.BLOCKING, argList(n, a0, a1, a2, a3));
+    const replays = running === 0 ? this.#replays ?? this._replays() : null;
+    const r = replays !== null ? replays.replay(d.name, n, a0, a1, a2, a3) : -1;
+    if (r === REPLAYED) return;
+    const args = argList(n, a0, a1, a2, a3);
+    if (r === RECORD && this.#keep(replays!, d, args)) return;
+    this._run(d, Mode.BLOCKING, args);
   }
 
   /**
@@ -584,7 +581,7 @@ export class Comm {
     } catch (err) {
       // Nothing is in flight after a failed call (blocking or not started).
       releaseStaging(takeStaging());
-      if (this.#inflight.size > 0) hintDup(err);
+      if (this.#inflight > 0) hintDup(err);
       throw retitle(err, publicName(d.name, mode));
     } finally {
       running--;
@@ -610,12 +607,12 @@ export class Comm {
   /** @internal The nonblocking form of collective `d`. */
   _request<A extends unknown[]>(d: Collective<A>, args: A): Request {
     const req = new Request(started(this._run(d, Mode.NONBLOCKING, args), d.name), args);
-    const mine = { overlapped: this.#inflight.size > 0 };
-    for (const other of this.#inflight.values()) other.overlapped = true;
-    this.#inflight.set(req, mine);
+    // In flight beside another: one was at the start, or one started since.
+    const alongside = this.#inflight > 0, seq = ++this.#started;
+    this.#inflight++;
     req._onEnd = (err) => {
-      this.#inflight.delete(req);
-      if (err && mine.overlapped) hintDup(err);
+      this.#inflight--;
+      if (err && (alongside || this.#started > seq)) hintDup(err);
     };
     return req;
   }
@@ -701,12 +698,6 @@ function publicName(name: string, mode: Mode): string {
   return name;
 }
 
-// The first n of a blocking call's arguments (Comm._blocking) as a list.
-function argList(n: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): unknown[] {
-  const all = [a0, a1, a2, a3];
-  all.length = n;
-  return all;
-}
 
 // Ranks that disagree while several collectives are in flight on one
 // communicator have most likely started them in different orders: two async

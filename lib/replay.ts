@@ -86,31 +86,26 @@ export class Replays {
    * repeat allocates nothing (comm.ts, _blocking).
    */
   replay(name: string, n: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): number {
-    // The loop's case, the same call as last time, written out apart from
-    // the rest: until V8 optimizes, every call costs, and then it compiles
-    // whole what it inlines, on a thread that takes a core from the ranks
-    // (bench/WARMUP.md).
+    // The loop's case, the same call as last time, is looked at first and
+    // apart from the rest (#search): until V8 optimizes, every call costs,
+    // and then it compiles whole what it inlines, on a thread that takes a
+    // core from the ranks (bench/WARMUP.md).
     const calls = this.#byName.get(name);
-    if (calls !== undefined && calls.pause === 0) {
-      const list = calls.entries, k = list.length;
-      const e = list[k - 1];
-      if (e !== undefined && same(e, n, a0, a1, a2, a3)) {
-        calls.misses = 0;
-        calls.nextPause = MIN_PAUSE;
-        this.#last = e;
-        if (e.id < 0) return e.id === NEVER ? -1 : RECORD;
-        // False: the engine no longer has it; run the call as usual.
-        if (!this.#runTemplate(e.id)) return -1;
-        this.hits++;
-        return REPLAYED;
-      }
+    let id: number;
+    if (calls !== undefined && calls.pause === 0 && calls.entries.length !== 0 &&
+        same(calls.entries[calls.entries.length - 1]!, n, a0, a1, a2, a3)) {
+      id = this.#matched(calls, calls.entries[calls.entries.length - 1]!);
+    } else {
+      id = this.#search(name, calls, n, a0, a1, a2, a3);
     }
-    const id = this.#search(name, calls, n, a0, a1, a2, a3);
-    if (id < 0 || !this.#runTemplate(id)) return id;
+    if (id < 0) return id;
+    // False: the engine no longer has it; run the call as usual.
+    if (!this.#runTemplate(id)) return -1;
     this.hits++;
     return REPLAYED;
   }
 
+  // The matched entry's template, RECORD or -1 (as #search).
   #matched(calls: Calls, e: Entry): number {
     calls.misses = 0;
     calls.nextPause = MIN_PAUSE;
@@ -151,7 +146,7 @@ export class Replays {
       calls.nextPause = Math.min(2 * calls.nextPause, MAX_PAUSE);
       return -1;
     }
-    const fresh = entry([a0, a1, a2, a3].slice(0, n));
+    const fresh = entry(argList(n, a0, a1, a2, a3));
     if (fresh !== null) {
       if (list.length === PER_CALL) free(list.shift()!);
       list.push(fresh);
@@ -264,4 +259,11 @@ function sameSpec(a: unknown, x: unknown): boolean {
     for (let k = 0; k < y.length; k++) if (b[k] !== y[k]) return false;
   }
   return true;
+}
+
+/** @internal The first n of a blocking call's arguments (Comm._blocking, replay()) as a list. */
+export function argList(n: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): unknown[] {
+  const all = [a0, a1, a2, a3];
+  all.length = n;
+  return all;
 }

@@ -2,13 +2,14 @@
  * MPI's life cycle for this process: choosing the backend, joining the job
  * (or becoming a singleton), finalizing at exit, timers and abort.
  */
+import { writeSync } from 'node:fs';
+import { isMainThread } from 'node:worker_threads';
+
 import { backend as active, setBackend } from './backends/active.js';
 import { chooseBackend, detectLauncher } from './backends/choose.js';
 import { mpi } from './backends/mpi.js';
 import { MPIError } from './errors.js';
 import { native } from './native.js';
-import { writeSync } from 'node:fs';
-import { isMainThread } from 'node:worker_threads';
 
 let initialized = false;
 let jobRank = 0;

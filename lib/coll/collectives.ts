@@ -44,7 +44,8 @@ function define<A extends unknown[]>(d: Collective<A>): Collective<A> {
 
 // ---- Checks shared by the descriptors ---------------------------------------
 
-function checkRoot(c: Members, call: string, root: unknown): number {
+/** @internal A root of a communicator of `c.size` ranks, else ERR_ROOT naming `call`. */
+export function checkRoot(c: Pick<Members, 'size'>, call: string, root: unknown): number {
   if (typeof root !== 'number' || !Number.isInteger(root)) {
     fail('ERR_ROOT', call, `root must be an integer rank from 0 to ${c.size - 1} (communicator of size ${c.size}), got ${describe(root)}`);
   }
@@ -52,7 +53,8 @@ function checkRoot(c: Members, call: string, root: unknown): number {
   return root;
 }
 
-function interRoot(c: InterMembers, call: string, root: unknown): InterRoot {
+/** @internal An intercommunicator collective's root argument, as this rank's role, else ERR_ROOT. */
+export function interRoot(c: Pick<InterMembers, 'remoteSize'>, call: string, root: unknown): InterRoot {
   if (root === ROOT) return ROLE_ROOT;
   if (root === PROC_NULL) return ROLE_NONE;
   if (typeof root === 'number' && Number.isInteger(root) && root >= 0 && root < c.remoteSize) return { role: 'remote', rank: root };

@@ -13,10 +13,10 @@
 import v8 from 'node:v8';
 
 import type { Comm, Intercomm } from '../comm.js';
-import { PROC_NULL, ROOT } from '../constants.js';
+import { checkRoot, interRoot } from '../coll/collectives.js';
 import { describe, fail, MPIError, retitle } from '../errors.js';
 import type { Request } from '../request.js';
-import { checkAll, combiner, fold, type Combine } from './combine.js';
+import { combiner, fold, type Combine } from './combine.js';
 
 /** One step: the same byte collective, blocking or nonblocking. */
 interface Step {
@@ -209,19 +209,9 @@ function received<T>(call: string, own: MPIError | null, sizes: Float64Array, l:
 type Role = 'root' | 'leaf' | 'none';
 
 function roleOf(comm: Comm, call: string, root: unknown): Role {
-  if (comm.isInter) {
-    const remote = (comm as Intercomm).remoteSize;
-    if (root === ROOT) return 'root';
-    if (root === PROC_NULL) return 'none';
-    if (typeof root !== 'number' || !Number.isInteger(root) || root < 0 || root >= remote) {
-      fail('ERR_ROOT', call, `root must be mpi.ROOT, mpi.PROC_NULL or a rank of the remote group (0 to ${remote - 1}), got ${describe(root)}`);
-    }
-    return 'leaf';
-  }
-  if (typeof root !== 'number' || !Number.isInteger(root) || root < 0 || root >= comm.size) {
-    fail('ERR_ROOT', call, `root must be an integer rank from 0 to ${comm.size - 1} (communicator of size ${comm.size}), got ${describe(root)}`);
-  }
-  return root === comm.rank ? 'root' : 'leaf';
+  if (!comm.isInter) return checkRoot(comm, call, root) === comm.rank ? 'root' : 'leaf';
+  const { role } = interRoot(comm as Intercomm, call, root);
+  return role === 'remote' ? 'leaf' : role;
 }
 
 // How many values a rank receives in an all-to-all pattern: the other
@@ -332,9 +322,7 @@ export function* alltoallSteps<T>(comm: Comm, call: string, values: readonly T[]
 export function* reduceSteps<T>(comm: Comm, call: string, value: T, op: unknown, root: number): Steps<T | null> {
   const f = combiner<T>(op, call);
   const all = yield* gatherSteps(comm, call, value, root);
-  if (all === null) return null;
-  if (all.length === 1) checkAll(op, all, f);
-  return fold(all, 0, all.length, f);
+  return all === null ? null : fold(all, all.length, f, op);
 }
 
 /** @internal */
@@ -343,20 +331,19 @@ export function* allreduceSteps<T>(comm: Comm, call: string, value: T, op: unkno
   // Every rank folds the same values in the same order, so that every rank
   // gets the same result, or the same error.
   const all = yield* allgatherSteps(comm, call, value);
-  if (all.length === 1) checkAll(op, all, f);
-  return fold(all, 0, all.length, f);
+  return fold(all, all.length, f, op);
 }
 
 /** @internal */
 export function* scanSteps<T>(comm: Comm, call: string, value: T, op: unknown): Steps<T> {
   const { all, f } = yield* prefixSteps(comm, call, value, op);
-  return fold(all, 0, comm.rank + 1, f);
+  return fold(all, comm.rank + 1, f, op);
 }
 
 /** @internal */
 export function* exscanSteps<T>(comm: Comm, call: string, value: T, op: unknown): Steps<T | undefined> {
   const { all, f } = yield* prefixSteps(comm, call, value, op);
-  return comm.rank === 0 ? undefined : fold(all, 0, comm.rank, f);
+  return comm.rank === 0 ? undefined : fold(all, comm.rank, f, op);
 }
 
 // scan's and exscan's values, on every rank.
@@ -364,6 +351,8 @@ function* prefixSteps<T>(comm: Comm, call: string, value: T, op: unknown): Steps
   if (comm.isInter) fail('ERR_COMM', call, 'scan and exscan are not defined on intercommunicators');
   const f = combiner<T>(op, call);
   const all = yield* allgatherSteps(comm, call, value);
-  checkAll(op, all, f);
+  // Under a predefined op, all of them, not only this rank's prefix: what
+  // it cannot combine throws on every rank alike.
+  if (typeof op !== 'function') fold(all, all.length, f, op);
   return { all, f };
 }

@@ -24,22 +24,16 @@ export function combiner<T>(op: unknown, call: string): Combine<T> {
   return (a, b) => apply(op, a, b, call, 'value') as T;
 }
 
-/** @internal `values` combined left to right, ranks from..to-1 (at least one). */
-export function fold<T>(values: readonly T[], from: number, to: number, f: Combine<T>): T {
-  let acc = values[from] as T;
-  for (let i = from + 1; i < to; i++) acc = f(acc, values[i]!);
-  return acc;
-}
-
 /**
- * @internal Throws where a predefined `op` cannot combine `values`, on
- * every rank alike, even where a rank's own result needs no combining
- * (one rank; the first ranks of a scan).
+ * @internal The first `count` values combined left to right. Under a
+ * predefined `op` a lone value is combined with itself and the result
+ * dropped, so that a value the op cannot take throws on one rank as on many.
  */
-export function checkAll<T>(op: unknown, values: readonly T[], f: Combine<T>): void {
-  if (typeof op === 'function') return;
-  if (values.length === 1) f(values[0]!, values[0]!);
-  else fold(values, 0, values.length, f);
+export function fold<T>(values: readonly T[], count: number, f: Combine<T>, op: unknown): T {
+  let acc = values[0] as T;
+  if (count === 1 && typeof op !== 'function') f(acc, acc);
+  for (let i = 1; i < count; i++) acc = f(acc, values[i]!);
+  return acc;
 }
 
 // [value, index]: what MAXLOC and MINLOC combine.
