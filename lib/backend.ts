@@ -13,6 +13,7 @@
  * lib/backends/ and lib/coll/{shm,mpi}.ts asks which one it is.
  */
 import type { CollectiveBackend, InterMembers, Members } from './coll/backend.js';
+import type { PointToPoint } from './p2p/backend.js';
 
 /** A communicator a backend made: its handle and its members' COMM_WORLD ranks. */
 export interface Made {
@@ -111,4 +112,6 @@ export interface Backend {
   readonly comms: Communicators;
   readonly requests: Requests;
   readonly collectives: CollectiveBackend;
+  /** Point-to-point messages (lib/p2p/backend.ts). */
+  readonly p2p?: PointToPoint;
 }
