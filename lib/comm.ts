@@ -7,7 +7,7 @@ import type { Collective, SendSpec } from './coll/collectives.js';
 import type { Made } from './backend.js';
 import type { Members, Started } from './coll/backend.js';
 import { backend } from './backends/active.js';
-import { COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, UNDEFINED, UNEQUAL } from './constants.js';
+import { ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, UNDEFINED, UNEQUAL } from './constants.js';
 import { nameArg } from './datatype.js';
 import { describe, fail, MPIError, retitle } from './errors.js';
 import { beginStaging, releaseStaging, takeStaging } from './coll/staging.js';
@@ -19,6 +19,9 @@ import { hasUserOp, hold } from './hold.js';
 import { ensureInit, worldRank } from './runtime.js';
 import { compareRanks, Group } from './group.js';
 import * as O from './objects/collectives.js';
+import * as P from './p2p/p2p.js';
+import type { Peers } from './p2p/backend.js';
+import type { Status } from './p2p/status.js';
 import type { Combine } from './objects/combine.js';
 
 /** An intercommunicator (lib/intercomm.ts). */
@@ -72,6 +75,11 @@ export class Comm {
   /** @internal The communicator as a backend sees it, initialising MPI on first use. */
   _members(): Members {
     return this.#members ?? this.#learn();
+  }
+
+  /** @internal The communicator as point-to-point sees it (Intercomm: with its remote group). */
+  _peers(): Peers {
+    return this._members();
   }
 
   #learn(): Members {
@@ -534,6 +542,70 @@ export class Comm {
   }
   iexscanObject<T>(value: T, op: Op | Combine<T>): Promise<T | undefined> {
     return O.nonblocking('iexscanObject', O.exscanSteps(this, 'iexscanObject', value, op));
+  }
+
+  // ---- Point-to-point (lib/p2p/p2p.ts). Ranks name the remote group on an
+  // intercommunicator; mpi.PROC_NULL as a peer completes at once.
+
+  /**
+   * MPI_Send (standard mode): may return before the receive is posted (small
+   * messages), or wait for it (large ones). Messages between two ranks with
+   * one tag on one communicator arrive in the order sent.
+   */
+  send(buf: Msg, dest: number, tag = 0): void {
+    P.send(this, 'send', buf, dest, tag);
+  }
+  /**
+   * MPI_Recv: waits for a message from `source` with `tag` (by default any)
+   * and returns its Status. A message longer than `buf` throws
+   * ERR_TRUNCATE; nothing is written past `buf`.
+   */
+  recv(buf: Msg, source: number = ANY_SOURCE, tag: number = ANY_TAG): Status {
+    return P.recv(this, 'recv', buf, source, tag);
+  }
+  /** MPI_Sendrecv: sends `send` to `dest` and receives into `recv` from `source`, without waiting on each other. */
+  sendrecv(send: Msg, dest: number, sendtag: number, recv: Msg, source: number, recvtag: number): Status {
+    return P.sendrecv(this, 'sendrecv', send, dest, sendtag, recv, source, recvtag);
+  }
+  /** MPI_Sendrecv_replace: sends `buf`, then receives into it. */
+  sendrecvReplace(buf: Msg, dest: number, sendtag: number, source: number, recvtag: number): Status {
+    return P.sendrecvReplace(this, 'sendrecvReplace', buf, dest, sendtag, source, recvtag);
+  }
+  /** MPI_Isend: returns at once; `buf` must stay unchanged until the Request completes. */
+  isend(buf: Msg, dest: number, tag = 0): Request {
+    return P.isend(this, 'isend', buf, dest, tag);
+  }
+  /** MPI_Irecv: returns at once; awaiting the Request gives the message's Status (also `request.status`). */
+  irecv(buf: Msg, source: number = ANY_SOURCE, tag: number = ANY_TAG): Request<Status> {
+    return P.irecv(this, 'irecv', buf, source, tag);
+  }
+  /** MPI_Probe: waits until a matching message can be received and returns its Status, leaving it to be received. */
+  probe(source: number = ANY_SOURCE, tag: number = ANY_TAG): Status {
+    return P.probe(this, 'probe', source, tag);
+  }
+  /** MPI_Iprobe: a matching message's Status if one can be received now, else null. */
+  iprobe(source: number = ANY_SOURCE, tag: number = ANY_TAG): Status | null {
+    return P.iprobe(this, 'iprobe', source, tag);
+  }
+  /** Sends any value structuredClone accepts (node:v8 serialization) to `dest`. */
+  sendObject(value: unknown, dest: number, tag = 0): void {
+    P.sendObject(this, 'sendObject', value, dest, tag);
+  }
+  /**
+   * Receives a value sendObject sent, of whatever size; `status`, if given,
+   * is filled with the message's source, tag and byteLength. From
+   * mpi.PROC_NULL: undefined.
+   */
+  recvObject<T>(source: number = ANY_SOURCE, tag: number = ANY_TAG, status?: Status): T {
+    return P.recvObject(this, 'recvObject', source, tag, status) as T;
+  }
+  /** sendObject with the event loop free until the value has left. */
+  isendObject(value: unknown, dest: number, tag = 0): Promise<void> {
+    return P.isendObject(this, 'isendObject', value, dest, tag);
+  }
+  /** recvObject with the event loop free until a value arrives. */
+  irecvObject<T>(source: number = ANY_SOURCE, tag: number = ANY_TAG): Promise<T> {
+    return P.irecvObject(this, 'irecvObject', source, tag) as Promise<T>;
   }
 
   /**

@@ -8,8 +8,23 @@ export type InPlace = typeof IN_PLACE;
 export const UNDEFINED = -32766;
 /** MPI_ROOT: the root of a rooted intercommunicator collective. */
 export const ROOT = -4;
-/** MPI_PROC_NULL: the root group's other members in an intercommunicator collective. */
+/** MPI_PROC_NULL: a peer that is no one (a message to or from it completes at once); in intercommunicator collectives, the root group's other members. */
 export const PROC_NULL = -2;
+
+/** MPI_ANY_SOURCE: a receive or probe that takes a message from any rank. */
+export const ANY_SOURCE = -1;
+/** MPI_ANY_TAG: a receive or probe that takes a message with any tag. */
+export const ANY_TAG = -1;
+/**
+ * MPI_TAG_UB: the largest tag a message may carry (tags run from 0). On the
+ * shm backend 2^31 - 1; on the mpi backend the library's, known once MPI
+ * is initialised (Open MPI 2^31 - 1, MPICH 2^28 - 1; at least 32767).
+ */
+export let TAG_UB = 2147483647;
+/** @internal The mpi backend sets its library's bound at initialisation. */
+export function setTagUb(ub: number): void {
+  TAG_UB = ub;
+}
 
 /** Results of comm.compare() and group.compare(). */
 export const IDENT = 0;

@@ -9,6 +9,7 @@ export { Comm } from './comm.js';
 export { Intercomm } from './intercomm.js';
 export { Group } from './group.js';
 export { PersistentRequest, Request } from './request.js';
+export { Status } from './p2p/status.js';
 export { COMM_SELF, COMM_WORLD, abort, init } from './world.js';
 export { backend, finalize, isFinalized, isInitialized, libraryVersion, processorName, wtick, wtime } from './runtime.js';
 export { Datatype } from './datatype.js';
@@ -22,7 +23,7 @@ export type { ErrorCode } from './errors.js';
 export type { Buf, Msg, VMsg, WMsg } from './message.js';
 export { launch, type LaunchOptions, type LaunchResult } from './launch.js';
 export {
-  COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, PROC_NULL, ROOT, SIMILAR, UNDEFINED, UNEQUAL, version,
+  ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, PROC_NULL, ROOT, SIMILAR, TAG_UB, UNDEFINED, UNEQUAL, version,
 } from './constants.js';
 export type { InPlace } from './constants.js';
 

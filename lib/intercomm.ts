@@ -126,6 +126,11 @@ export class Intercomm extends Comm implements IntercommShape {
     return d.inter(backend.collectives.inter, this.#interMembers(), mode, ...args);
   }
 
+  /** @internal Point-to-point names ranks of the remote group. */
+  override _peers(): InterMembers {
+    return this.#interMembers();
+  }
+
   // The members as the backends see them; the same object from call to call.
   #interMembers(): InterMembers {
     const m = this._members();

@@ -7,7 +7,9 @@
 import { backend } from './backends/active.js';
 import { UNDEFINED } from './constants.js';
 import { describe, fail, MPIError, retitle } from './errors.js';
+import type { Datatype } from './datatype.js';
 import type { Held } from './hold.js';
+import { Status } from './p2p/status.js';
 
 /** How a collective binding is asked to run (not exported by the package). */
 export const enum Mode {
@@ -18,7 +20,7 @@ export const enum Mode {
 
 // Requests in flight by native id. Holding them here keeps their buffers
 // alive until completion even if the caller drops the Request.
-const inflight = new Map<number, Request>();
+const inflight = new Map<number, Request<unknown>>();
 
 // Requests that completed with nobody waiting and were never awaited,
 // waited for or tested since, by call: said once when the program ends.
@@ -36,7 +38,7 @@ function deliver(done: unknown[]): void {
   }
 }
 
-function track(id: number, req: Request): void {
+function track(id: number, req: Request<unknown>): void {
   inflight.set(id, req);
   backend.requests.watch(deliver);
 }
@@ -65,10 +67,10 @@ export function setNextCall(call: string, held: Held | null): void {
 
 /**
  * A nonblocking operation in flight (MPI_Request). Awaitable: `await req`
- * completes without blocking the event loop; a failed operation rejects with
- * an MPIError.
+ * completes without blocking the event loop (a receive's gives its Status);
+ * a failed operation rejects with an MPIError.
  */
-export class Request implements PromiseLike<void> {
+export class Request<T = void> implements PromiseLike<T> {
   #id: number;
   #keep: unknown[] | null;
   #completed: boolean;
@@ -80,7 +82,11 @@ export class Request implements PromiseLike<void> {
   // `unawaited` until it is).
   #unawaited = false;
   #error: Error | null = null;
-  #promise: Promise<void> | null = null;
+  #promise: Promise<T> | null = null;
+  // A receive's status as the backend fills it, and the receive's datatype.
+  #raw: Float64Array | null = null;
+  #type: Datatype | null = null;
+  #status: Status | null = null;
   #settle: ((err: Error | null) => void) | null = null;
   /** @internal */
   protected _hooks: Hooks | null;
@@ -103,6 +109,31 @@ export class Request implements PromiseLike<void> {
     this.#completed = !active;
     this.#reported = !active;
     if (active) track(id, this);
+  }
+
+  /** @internal A receive: its status is `raw` ([source, tag, byteLength, ...]) once complete. */
+  _receives(raw: Float64Array, type: Datatype): this {
+    this.#raw = raw;
+    this.#type = type;
+    return this;
+  }
+
+  /** @internal Completed as it was made (a peer mpi.PROC_NULL), still to be reported once. */
+  _completedNow(status: Status | null): this {
+    this.#status = status;
+    this.#reported = false;
+    return this;
+  }
+
+  /** A completed receive's status (MPI_Status); null for other requests and before completion. */
+  get status(): Status | null {
+    if (this.#status === null && this.#raw !== null && this.#completed) this.#status = new Status()._set(this.#raw, this.#type!);
+    return this.#status;
+  }
+
+  // What awaiting gives: a receive's status, else nothing.
+  #value(): T {
+    return this.status as T;
   }
 
   /** True once the operation has completed (successfully or not). */
@@ -134,19 +165,19 @@ export class Request implements PromiseLike<void> {
     this.#throwIfFailed();
   }
 
-  then<T1 = void, T2 = never>(
-    onfulfilled?: ((value: void) => T1 | PromiseLike<T1>) | null,
+  then<T1 = T, T2 = never>(
+    onfulfilled?: ((value: T) => T1 | PromiseLike<T1>) | null,
     onrejected?: ((reason: unknown) => T2 | PromiseLike<T2>) | null,
   ): Promise<T1 | T2> {
     if (!this.#promise) {
       if (this.#completed) this.#report();
       this.#promise = this.#completed
-        ? (this.#error ? Promise.reject(this.#error) : Promise.resolve())
-        : new Promise<void>((resolve, reject) => {
+        ? (this.#error ? Promise.reject(this.#error) : Promise.resolve(this.#value()))
+        : new Promise<T>((resolve, reject) => {
             this.#settle = (err) => {
               this.#report();
               if (err) reject(err);
-              else resolve();
+              else resolve(this.#value());
             };
           });
     }
@@ -154,12 +185,12 @@ export class Request implements PromiseLike<void> {
   }
 
   /** As Promise.prototype.catch: `req.catch(f)` is `req.then(undefined, f)`. */
-  catch<T = never>(onrejected?: ((reason: unknown) => T | PromiseLike<T>) | null): Promise<void | T> {
+  catch<E = never>(onrejected?: ((reason: unknown) => E | PromiseLike<E>) | null): Promise<T | E> {
     return this.then(undefined, onrejected);
   }
 
   /** As Promise.prototype.finally: `f` runs once the request completes, either way. */
-  finally(onfinally?: (() => void) | null): Promise<void> {
+  finally(onfinally?: (() => void) | null): Promise<T> {
     return this.then().finally(onfinally);
   }
 
@@ -219,7 +250,7 @@ export class Request implements PromiseLike<void> {
   }
 
   /** MPI_Waitall: waits for every request; throws the first failure after all have completed. */
-  static waitAll(reqs: Request[]): void {
+  static waitAll(reqs: Request<unknown>[]): void {
     checkList('Request.waitAll', reqs);
     let first: unknown = null;
     for (const r of reqs) {
@@ -233,7 +264,7 @@ export class Request implements PromiseLike<void> {
   }
 
   /** MPI_Testall: true when every request has completed; never blocks. */
-  static testAll(reqs: Request[]): boolean {
+  static testAll(reqs: Request<unknown>[]): boolean {
     checkList('Request.testAll', reqs);
     let all = true;
     for (const r of reqs) all = r.test() && all;
@@ -246,7 +277,7 @@ export class Request implements PromiseLike<void> {
    * A request stays active until a completion call has returned it, so each
    * round is returned exactly once. Throws if that request failed.
    */
-  static waitAny(reqs: Request[]): number {
+  static waitAny(reqs: Request<unknown>[]): number {
     checkList('Request.waitAny', reqs);
     const active: number[] = [];
     for (let i = 0; i < reqs.length; i++) {

@@ -17,6 +17,7 @@ import { checkRoot, interRoot } from '../coll/collectives.js';
 import { describe, fail, MPIError, retitle } from '../errors.js';
 import type { Request } from '../request.js';
 import { combiner, fold, type Combine } from './combine.js';
+import { serialize, type Packed } from './serialize.js';
 
 /** One step: the same byte collective, blocking or nonblocking. */
 interface Step {
@@ -49,68 +50,6 @@ export async function nonblocking<T>(call: string, steps: Steps<T>): Promise<T> 
   } catch (err) {
     throw retitle(err, call);
   }
-}
-
-// ---- Serialization ------------------------------------------------------------
-
-// A value's bytes, or why it has none.
-type Packed = Uint8Array | MPIError;
-
-function pack(value: unknown, call: string, what: string): Packed {
-  try {
-    return v8.serialize(value);
-  } catch (err) {
-    const where = uncloneable(value, what, new Set()) ?? `${what} cannot be serialized (${(err as Error).message})`;
-    return new MPIError('ERR_ARG', `${call}: ${where}; object collectives send what structuredClone accepts`);
-  }
-}
-
-// The path of the first part of `value` that structured clone refuses, or
-// null: only run after serialization failed, to say where.
-function uncloneable(value: unknown, path: string, seen: Set<object>): string | null {
-  if (typeof value === 'function') return `${path} is a function`;
-  if (typeof value === 'symbol') return `${path} is a symbol`;
-  if (typeof value !== 'object' || value === null || seen.has(value)) return null;
-  seen.add(value);
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const p = uncloneable(value[i], `${path}[${i}]`, seen);
-      if (p) return p;
-    }
-    return null;
-  }
-  if (value instanceof Map) {
-    for (const [k, v] of value) {
-      const p = uncloneable(k, `${path} (a Map key)`, seen) ?? uncloneable(v, `${path}.get(${describeKey(k)})`, seen);
-      if (p) return p;
-    }
-    return null;
-  }
-  if (value instanceof Set) {
-    for (const v of value) {
-      const p = uncloneable(v, `${path} (a Set member)`, seen);
-      if (p) return p;
-    }
-    return null;
-  }
-  const proto = Object.getPrototypeOf(value) as object | null;
-  if (proto === Object.prototype || proto === null) {
-    for (const k of Object.keys(value)) {
-      const p = uncloneable((value as Record<string, unknown>)[k], `${path}.${k}`, seen);
-      if (p) return p;
-    }
-    return null;
-  }
-  try {
-    v8.serialize(value);
-    return null;
-  } catch {
-    return `${path} is ${describe(value)}, which structuredClone refuses`;
-  }
-}
-
-function describeKey(k: unknown): string {
-  return typeof k === 'string' ? JSON.stringify(k) : typeof k === 'number' || typeof k === 'bigint' ? String(k) : describe(k);
 }
 
 // Node's deserializer reads a typed array, Buffer or DataView as a view of
@@ -230,7 +169,7 @@ function valuesArg(call: string, values: unknown, n: number): unknown[] | MPIErr
 // every place: a rank sends all its values or none.
 function packAll(call: string, values: unknown, n: number): Packed[] {
   const list = valuesArg(call, values, n);
-  const parts = list instanceof MPIError ? [list] : list.map((v, i) => pack(v, call, `values[${i}]`));
+  const parts = list instanceof MPIError ? [list] : list.map((v, i) => serialize(v, call, `values[${i}]`));
   const failed = parts.find((p) => p instanceof MPIError);
   return failed ? new Array<Packed>(n).fill(failed) : parts;
 }
@@ -245,7 +184,7 @@ function packAll(call: string, values: unknown, n: number): Packed[] {
 export function* bcastSteps<T>(comm: Comm, call: string, value: T, root: number): Steps<T> {
   const role = roleOf(comm, call, root);
   const size = new Float64Array(1);
-  const data: Packed = role === 'root' ? pack(value, call, 'value') : empty();
+  const data: Packed = role === 'root' ? serialize(value, call, 'value') : empty();
   size[0] = sizeOf(data);
   yield step(() => comm.bcast(size, root), () => comm.ibcast(size, root));
   const bytes = role === 'leaf' ? new Uint8Array(Math.max(size[0]!, 0)) : data instanceof MPIError ? empty() : data;
@@ -260,7 +199,7 @@ export function* bcastSteps<T>(comm: Comm, call: string, value: T, root: number)
 export function* gatherSteps<T>(comm: Comm, call: string, value: T, root: number): Steps<T[] | null> {
   const role = roleOf(comm, call, root);
   // On an intercommunicator only the other group sends.
-  const mine: Packed = comm.isInter && role !== 'leaf' ? empty() : pack(value, call, 'value');
+  const mine: Packed = comm.isInter && role !== 'leaf' ? empty() : serialize(value, call, 'value');
   const one = Float64Array.of(sizeOf(mine));
   const sizes = role === 'root' ? new Float64Array(peers(comm)) : null;
   yield step(() => comm.gather(one, sizes, root), () => comm.igather(one, sizes, root));
@@ -294,7 +233,7 @@ export function* scatterSteps<T>(comm: Comm, call: string, values: readonly T[] 
 
 /** @internal */
 export function* allgatherSteps<T>(comm: Comm, call: string, value: T): Steps<T[]> {
-  const mine = pack(value, call, 'value');
+  const mine = serialize(value, call, 'value');
   const one = Float64Array.of(sizeOf(mine)), sizes = new Float64Array(peers(comm));
   yield step(() => comm.allgather(one, sizes), () => comm.iallgather(one, sizes));
   const l = layout(sizes);

@@ -37,6 +37,9 @@ const entries: Entry[] = [
   // Plain JavaScript values (lib/objects), the 256 MiB one at np 2.
   { script: 'objects/collectives.mjs', name: 'objects all' },
   { script: 'objects/collectives.mjs', args: ['large'], name: 'objects large', sizes: [2], timeoutSec: 120 },
+  // Point-to-point (lib/p2p), the 8 MiB messages apart.
+  { script: 'p2p/messages.mjs', name: 'p2p all' },
+  { script: 'p2p/messages.mjs', args: ['large'], name: 'p2p large', timeoutSec: 120 },
   ...['root', 'buffer', 'count', 'op', 'type', 'arg'].map((g) => ({ script: 'coll/errors.mjs', args: [g], name: `errors ${g}` })),
   { script: 'vector-coll/v-variants.mjs', args: ['1'], name: 'vcoll' },
   { script: 'vector-coll/large.mjs', name: 'vcoll large' },
