@@ -21,6 +21,7 @@ export { pack, packSize, unpack } from './pack.js';
 export { MPIError, ErrorClasses } from './errors.js';
 export type { ErrorCode } from './errors.js';
 export type { Buf, Msg, VMsg, WMsg } from './message.js';
+export type { SendSpec } from './coll/collectives.js';
 export { launch, type LaunchOptions, type LaunchResult } from './launch.js';
 export {
   ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED, CONGRUENT, IDENT, IN_PLACE, PROC_NULL, ROOT, SIMILAR, TAG_UB, UNDEFINED, UNEQUAL, version,
