@@ -46,4 +46,11 @@ describe('docs/api', () => {
     }
     expect(readFileSync(join(out, 'classes/Status.md'), 'utf8')).toContain('### count()');
   });
+
+  // The README's code blocks are run by test/process/readme.test.ts; one
+  // that appears here (an example in a doc comment) needs a test too.
+  test('holds no code block that no test runs', () => {
+    const blocks = files(out).filter((f) => readFileSync(join(out, f), 'utf8').includes('```'));
+    expect(blocks).toEqual([]);
+  });
 });
