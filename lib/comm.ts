@@ -41,7 +41,23 @@ export function registerIntercomm(make: MakeIntercomm): void {
 const WORLD = 0;
 const SELF = 1;
 
-/** A communicator: a group of ranks and a private context for their collectives. */
+/**
+ * A communicator: a group of ranks and a private context for their
+ * collectives and messages.
+ *
+ * Errors: every method checks its arguments before anything is sent and
+ * throws an MPIError naming the method and the argument: ERR_BUFFER (not a
+ * buffer, or too small for its count and datatype), ERR_COUNT, ERR_TYPE
+ * (a freed or uncommitted datatype), ERR_ROOT, ERR_OP (an op the datatype
+ * does not allow), ERR_RANK and ERR_TAG (messages), ERR_ARG (anything else
+ * malformed), ERR_COMM (a freed communicator). A collective whose ranks
+ * disagree on what they call (collective, root, op, datatype, size) throws
+ * ERR_NOT_SAME on every rank (on the mpi backend with NODEMPI_CHECK_SAME=1),
+ * and the communicator stays usable; a message
+ * or block longer than its receive buffer throws ERR_TRUNCATE; a rank that
+ * died makes the others throw ERR_PROC_FAILED instead of hanging.
+ * Nonblocking calls report the same errors when their Request completes.
+ */
 export class Comm {
   #handle: number;
   #rank = -1;
