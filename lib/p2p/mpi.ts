@@ -10,7 +10,8 @@
  * is a matched probe and a receive, so that a truncated message writes
  * the buffer's worth and reports its length under MPICH too; a matched
  * probe has no request in MPI, so a pending improbe is tried again at
- * every poll. Ranks on an intercommunicator are the remote group's, as in
+ * every poll (an irecv posted after it that matches the same message may
+ * take it first, since MPI matches posted receives on arrival). Ranks on an intercommunicator are the remote group's, as in
  * MPI.
  */
 import { native } from '../native.js';

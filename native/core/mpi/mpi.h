@@ -166,7 +166,9 @@ class Mpi {
   // takes it once.
   virtual void mprobe(int comm, int source, int tag, Matched& out) = 0;
   // MPI_Improbe as a request: tried at every poll, test and wait until it
-  // matches; its completion carries the message's handle.
+  // matches; its completion carries the message's handle. Pending improbes
+  // are tried oldest first, but MPI matches a receive posted later (irecv)
+  // as soon as the message arrives, before the next try.
   virtual int improbe(int comm, int source, int tag) = 0;
   // MPI_Mrecv of a matched message into `bytes` bytes of `buf` (a shorter
   // buffer truncates as recv does).
