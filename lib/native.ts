@@ -177,6 +177,28 @@ export interface NativeAddon {
   mpiStart(template: number): void;
   mpiRunTemplate(template: number): boolean;
   mpiFreeTemplate(template: number): void;
+  // Point-to-point (lib/p2p/mpi.ts): the first `bytes` bytes of a view;
+  // ranks of the communicator (its remote group's on an intercommunicator),
+  // source ANY_SOURCE and tag ANY_TAG as -1; `status` a Float64Array(4)
+  // filled with [source, tag, byteLength, message] when a message matches.
+  // The addon keeps a nonblocking call's view and status until it completes.
+  mpiSend(comm: number, view: View, bytes: number, dest: number, tag: number): void;
+  /** A request id of the mpi backend's requests. */
+  mpiIsend(comm: number, view: View, bytes: number, dest: number, tag: number): number;
+  /** A longer message fills status and the view's `bytes`, then throws ERR_TRUNCATE. */
+  mpiRecv(comm: number, view: View, bytes: number, source: number, tag: number, status: Float64Array): void;
+  /** A request id; a longer message fails it with ERR_TRUNCATE. */
+  mpiIrecv(comm: number, view: View, bytes: number, source: number, tag: number, status: Float64Array): number;
+  mpiProbe(comm: number, source: number, tag: number, status: Float64Array): void;
+  mpiIprobe(comm: number, source: number, tag: number, status: Float64Array): boolean;
+  /** status[3] is the matched message's handle for mpiMrecv. */
+  mpiMprobe(comm: number, source: number, tag: number, status: Float64Array): void;
+  /** A request id, tried at every poll until a message matches; status[3] then its handle. */
+  mpiImprobe(comm: number, source: number, tag: number, status: Float64Array): number;
+  /** Receives a matched message once; status[3] is 0 after. */
+  mpiMrecv(message: number, view: View, bytes: number, status: Float64Array): void;
+  /** The library's MPI_TAG_UB (after mpiInit). */
+  mpiTagUb(): number;
   mpiTest(id: number): Error | null | undefined;
   mpiWait(id: number): Error | null;
   mpiWaitAny(ids: number[]): number;

@@ -15,6 +15,7 @@ import type { Backend, MadeInter } from '../backend.js';
 import { CHECK, forgetChecks, mpi as collectives, shareCallBlock } from '../coll/mpi.js';
 import { MPIError } from '../errors.js';
 import { native } from '../native.js';
+import { mpi as p2p } from '../p2p/mpi.js';
 import { chooseBackend, launcherMismatch, libraryCandidates } from './choose.js';
 
 const INT32 = 2 ** 31;
@@ -175,6 +176,7 @@ const backend: Backend = {
   },
 
   collectives,
+  p2p,
 };
 
 export { backend as mpi };

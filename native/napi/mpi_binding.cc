@@ -1,4 +1,5 @@
-// The system MPI backend's bindings (lib/coll/mpi.ts, lib/backend/mpi.ts):
+// The system MPI backend's bindings (lib/coll/mpi.ts, lib/p2p/mpi.ts,
+// lib/backends/mpi.ts):
 // unwrap, call native/core/mpi, wrap. Everything runs on the main thread,
 // so a user op's function is called right where MPI calls it, and
 // completions reach JavaScript through mpiPoll(), which lib/ calls from the
@@ -44,6 +45,14 @@ struct MpiBackend {
     bool persistent;
   };
   std::unordered_map<int, UsesOp> request_ops;
+  // What a point-to-point request's memory is, by id, kept from the GC
+  // until it completes: the buffer MPI reads or writes, and the status
+  // array (lib/p2p/backend.ts) its completion fills.
+  struct Held {
+    Napi::ObjectReference buffer;
+    Napi::ObjectReference status;
+  };
+  std::unordered_map<int, Held> p2p;
   // Completions that waitAny found and wait() will report.
   std::unordered_map<int, mpi::Completion> found;
   std::vector<mpi::Completion> polled;
@@ -452,10 +461,156 @@ Napi::Value Coll(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, id);
 }
 
+// ---- Point-to-point (lib/p2p/mpi.ts) ----------------------------------------------
+
+// A status array (Float64Array(4)): [source, tag, byteLength, message].
+double* status_arg(const Napi::CallbackInfo& info, size_t i, const char* call) {
+  Bytes s = bytes_arg(info, i, call, "status");
+  if (!s.data || s.length < 4 * sizeof(double)) {
+    throw_mpi(info.Env(), ErrorClass::ARG, std::string(call) + ": status must be a Float64Array(4)");
+  }
+  return reinterpret_cast<double*>(s.data);
+}
+
+void fill(double* s, const mpi::Matched& m) {
+  s[0] = m.source;
+  s[1] = m.tag;
+  s[2] = double(m.bytes);
+  s[3] = m.message;
+}
+
+// A message's buffer: the first `bytes` bytes of argument `i`.
+Bytes message_arg(const Napi::CallbackInfo& info, size_t i, const char* call, const char* what) {
+  size_t bytes = size_arg(info, i + 1, call, "byte count");
+  Bytes b = need_bytes(info, i, bytes, call, what);
+  b.length = bytes;
+  return b;
+}
+
+// Keeps a started request's buffer and status array until it completes.
+int hold(MpiBackend& b, int id, Napi::Value buffer, Napi::Value status) {
+  MpiBackend::Held& h = b.p2p[id];
+  if (buffer.IsObject()) h.buffer = Napi::Persistent(buffer.As<Napi::Object>());
+  if (status.IsObject()) h.status = Napi::Persistent(status.As<Napi::Object>());
+  return id;
+}
+
+// mpiSend(comm, view, bytes, dest, tag)
+void Send(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "send");
+  Bytes m = message_arg(info, 1, "send", "send buffer");
+  guarded(info.Env(), [&] { b.lib->send(int_arg(info, 0), m.data, m.length, int_arg(info, 3), int_arg(info, 4)); });
+}
+
+// mpiIsend(comm, view, bytes, dest, tag): a request id
+Napi::Value Isend(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "isend");
+  Bytes m = message_arg(info, 1, "isend", "send buffer");
+  int id = guarded(info.Env(), [&] {
+    return b.lib->isend(int_arg(info, 0), m.data, m.length, int_arg(info, 3), int_arg(info, 4));
+  });
+  return Napi::Number::New(info.Env(), hold(b, id, info[1], info.Env().Undefined()));
+}
+
+// mpiRecv(comm, view, bytes, source, tag, status): a truncated message
+// fills status before the MPIError.
+void Recv(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  MpiBackend& b = backend(env, "recv");
+  Bytes m = message_arg(info, 1, "recv", "receive buffer");
+  double* st = status_arg(info, 5, "recv");
+  mpi::Matched out;
+  try {
+    b.lib->recv(int_arg(info, 0), m.data, m.length, int_arg(info, 3), int_arg(info, 4), out);
+  } catch (const CoreError& e) {
+    if (e.error_class() == ErrorClass::TRUNCATE) fill(st, out);
+    rethrow(env, e);
+  }
+  fill(st, out);
+}
+
+// mpiIrecv(comm, view, bytes, source, tag, status): a request id
+Napi::Value Irecv(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "irecv");
+  Bytes m = message_arg(info, 1, "irecv", "receive buffer");
+  status_arg(info, 5, "irecv");
+  int id = guarded(info.Env(), [&] {
+    return b.lib->irecv(int_arg(info, 0), m.data, m.length, int_arg(info, 3), int_arg(info, 4));
+  });
+  return Napi::Number::New(info.Env(), hold(b, id, info[1], info[5]));
+}
+
+// mpiProbe(comm, source, tag, status)
+void Probe(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "probe");
+  double* st = status_arg(info, 3, "probe");
+  mpi::Matched out;
+  guarded(info.Env(), [&] { b.lib->probe(int_arg(info, 0), int_arg(info, 1), int_arg(info, 2), out); });
+  fill(st, out);
+}
+
+// mpiIprobe(comm, source, tag, status): whether a message matched
+Napi::Value Iprobe(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "iprobe");
+  double* st = status_arg(info, 3, "iprobe");
+  mpi::Matched out;
+  bool found = guarded(info.Env(), [&] { return b.lib->iprobe(int_arg(info, 0), int_arg(info, 1), int_arg(info, 2), out); });
+  if (found) fill(st, out);
+  return Napi::Boolean::New(info.Env(), found);
+}
+
+// mpiMprobe(comm, source, tag, status): status[3] is the message's handle
+void Mprobe(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "mprobe");
+  double* st = status_arg(info, 3, "mprobe");
+  mpi::Matched out;
+  guarded(info.Env(), [&] { b.lib->mprobe(int_arg(info, 0), int_arg(info, 1), int_arg(info, 2), out); });
+  fill(st, out);
+}
+
+// mpiImprobe(comm, source, tag, status): a request id
+Napi::Value Improbe(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "improbe");
+  status_arg(info, 3, "improbe");
+  int id = guarded(info.Env(), [&] { return b.lib->improbe(int_arg(info, 0), int_arg(info, 1), int_arg(info, 2)); });
+  return Napi::Number::New(info.Env(), hold(b, id, info.Env().Undefined(), info[3]));
+}
+
+// mpiMrecv(message, view, bytes, status)
+void Mrecv(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  MpiBackend& b = backend(env, "mrecv");
+  Bytes m = message_arg(info, 1, "mrecv", "receive buffer");
+  double* st = status_arg(info, 3, "mrecv");
+  mpi::Matched out;
+  try {
+    b.lib->mrecv(int_arg(info, 0), m.data, m.length, out);
+  } catch (const CoreError& e) {
+    if (e.error_class() == ErrorClass::TRUNCATE) fill(st, out);
+    rethrow(env, e);
+  }
+  fill(st, out);
+}
+
+Napi::Value TagUb(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), backend(info.Env(), "tagUb").lib->tag_ub());
+}
+
 // ---- Requests -------------------------------------------------------------------
 
 // The end of one round of request `c.id`: null or its MPIError.
 Napi::Value settle(MpiBackend& b, Napi::Env env, const mpi::Completion& c) {
+  if (auto h = b.p2p.find(c.id); h != b.p2p.end()) {
+    if (c.has_match && !h->second.status.IsEmpty()) {
+      // Looked up again: a small array's memory is V8's to move until
+      // first unwrapped, which the call that started the request did.
+      void* data = nullptr;
+      size_t length = 0;
+      napi_get_buffer_info(env, h->second.status.Value(), &data, &length);
+      if (data && length >= 4 * sizeof(double)) fill(static_cast<double*>(data), c.matched);
+    }
+    b.p2p.erase(h);
+  }
   Napi::Value err = env.Null();
   auto it = b.request_ops.find(c.id);
   if (it != b.request_ops.end()) {
@@ -605,6 +760,16 @@ void register_mpi(Napi::Env env, Napi::Object exports) {
   exports.Set("mpiStart", Napi::Function::New(env, Start, "mpiStart"));
   exports.Set("mpiRunTemplate", Napi::Function::New(env, RunTemplate, "mpiRunTemplate"));
   exports.Set("mpiFreeTemplate", Napi::Function::New(env, FreeTemplate, "mpiFreeTemplate"));
+  exports.Set("mpiSend", Napi::Function::New(env, Send, "mpiSend"));
+  exports.Set("mpiIsend", Napi::Function::New(env, Isend, "mpiIsend"));
+  exports.Set("mpiRecv", Napi::Function::New(env, Recv, "mpiRecv"));
+  exports.Set("mpiIrecv", Napi::Function::New(env, Irecv, "mpiIrecv"));
+  exports.Set("mpiProbe", Napi::Function::New(env, Probe, "mpiProbe"));
+  exports.Set("mpiIprobe", Napi::Function::New(env, Iprobe, "mpiIprobe"));
+  exports.Set("mpiMprobe", Napi::Function::New(env, Mprobe, "mpiMprobe"));
+  exports.Set("mpiImprobe", Napi::Function::New(env, Improbe, "mpiImprobe"));
+  exports.Set("mpiMrecv", Napi::Function::New(env, Mrecv, "mpiMrecv"));
+  exports.Set("mpiTagUb", Napi::Function::New(env, TagUb, "mpiTagUb"));
   exports.Set("mpiTest", Napi::Function::New(env, Test, "mpiTest"));
   exports.Set("mpiWait", Napi::Function::New(env, Wait, "mpiWait"));
   exports.Set("mpiWaitAny", Napi::Function::New(env, WaitAny, "mpiWaitAny"));

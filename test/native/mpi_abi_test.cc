@@ -96,6 +96,7 @@ void test_constants() {
   SAME(Abi::kAnyTag, MPI_ANY_TAG);
   SAME(Abi::kUndefined, MPI_UNDEFINED);
   SAME(Abi::kCommTypeShared, MPI_COMM_TYPE_SHARED);
+  SAME(Abi::kTagUbKeyval, MPI_TAG_UB);
   CHECK(Abi::in_place() == static_cast<void*>(MPI_IN_PLACE));
   CHECK(static_cast<void*>(Abi::status_ignore()) == static_cast<void*>(MPI_STATUS_IGNORE));
   SAME(Abi::kMaxLibraryVersionString, MPI_MAX_LIBRARY_VERSION_STRING);
@@ -145,10 +146,13 @@ void test_types() {
   CHECK((std::is_same_v<Abi::Group, MPI_Group>));
   CHECK((std::is_same_v<Abi::Info, MPI_Info>));
   CHECK((std::is_same_v<Abi::Errhandler, MPI_Errhandler>));
+  CHECK((std::is_same_v<Abi::Message, MPI_Message>));
+  CHECK((std::is_same_v<Abi::Count, MPI_Count>));
   CHECK((std::is_same_v<Api<Abi>::Aint, MPI_Aint>));
   CHECK((std::is_same_v<Api<Abi>::UserFunction, MPI_User_function>));
   // Status: mpi.cc reads MPI_ERROR out of the array MPI_Testsome fills, so
-  // the size (the array's stride) and that field's place must both agree.
+  // the size (the array's stride) and that field's place must both agree;
+  // point-to-point reads MPI_SOURCE and MPI_TAG.
   SAME(sizeof(Abi::Status), sizeof(MPI_Status));
   SAME(alignof(Abi::Status), alignof(MPI_Status));
   SAME(offsetof(Abi::Status, MPI_SOURCE), offsetof(MPI_Status, MPI_SOURCE));
@@ -170,6 +174,8 @@ void test_handles() {
   HANDLE(MPI_INFO_NULL, kInfoNull);
   HANDLE(MPI_ERRORS_RETURN, kErrorsReturn);
   HANDLE(MPI_BYTE, kByte);
+  HANDLE(MPI_MESSAGE_NULL, kMessageNull);
+  HANDLE(MPI_MESSAGE_NO_PROC, kMessageNoProc);
 
   g_context = "basic datatypes";
   using T = nodempi::kernels::TypeId;
@@ -251,6 +257,10 @@ template <>
 struct Ours<MPI_Status*> {
   using type = Abi::Status*;
 };
+template <>
+struct Ours<const MPI_Status*> {
+  using type = const Abi::Status*;
+};
 template <class R, class... P>
 struct Ours<R (*)(P...)> {
   using type = R (*)(typename Ours<P>::type...);
@@ -277,6 +287,7 @@ void test_signatures() {
   SIG(Error_class, MPI_Error_class);
   SIG(Error_string, MPI_Error_string);
   SIG(Comm_set_errhandler, MPI_Comm_set_errhandler);
+  SIG(Comm_get_attr, MPI_Comm_get_attr);
   SIG(Comm_rank, MPI_Comm_rank);
   SIG(Comm_size, MPI_Comm_size);
   SIG(Comm_remote_size, MPI_Comm_remote_size);
@@ -307,6 +318,22 @@ void test_signatures() {
   SIG(Testsome, MPI_Testsome);
   SIG(Start, MPI_Start);
   SIG(Request_free, MPI_Request_free);
+  SIG(Send, MPI_Send);
+  SIG(Isend, MPI_Isend);
+  SIG(Irecv, MPI_Irecv);
+  SIG(Probe, MPI_Probe);
+  SIG(Iprobe, MPI_Iprobe);
+  SIG(Mprobe, MPI_Mprobe);
+  SIG(Improbe, MPI_Improbe);
+  SIG(Mrecv, MPI_Mrecv);
+  SIG(Get_elements_x, MPI_Get_elements_x);
+#if MPI_VERSION >= 4
+  SIG(Send_c, MPI_Send_c);
+  SIG(Isend_c, MPI_Isend_c);
+  SIG(Irecv_c, MPI_Irecv_c);
+  SIG(Mrecv_c, MPI_Mrecv_c);
+  SIG(Get_count_c, MPI_Get_count_c);
+#endif
   SIG(Barrier, MPI_Barrier);
   SIG(Ibarrier, MPI_Ibarrier);
   // Blocking and nonblocking forms of every collective, and the persistent

@@ -32,7 +32,10 @@
 //  11. errors: the library's (root 99, a negative count, MAXLOC on int32)
 //      and nodempi's (unknown handles and ids) as CoreError with the right
 //      class;
-//  12. finalize, twice, and frees after it.
+//  12. point-to-point around the ring: send/recv, irecv by poll(), ANY_SOURCE
+//      and ANY_TAG, truncation, probes, matched probes (improbe by poll(),
+//      test(), wait() and wait_any()), MPI_TAG_UB;
+//  13. finalize, twice, and frees after it.
 //
 // A rank that throws where no error is expected aborts the job, so that the
 // others do not wait forever in a collective; the launcher then fails.
@@ -1300,6 +1303,122 @@ void test_errors() {
   CHECK_EQ(total, kRanks);
 }
 
+
+void test_p2p() {
+  context("point-to-point");
+  const int r = g_rank, next = (r + 1) % kRanks, prev = (r + kRanks - 1) % kRanks;
+  Completion done;
+  Matched m;
+  auto same = [](const Matched& got, int source, int tag, int64_t bytes) {
+    CHECK_EQ(got.source, source);
+    CHECK_EQ(got.tag, tag);
+    CHECK_EQ(got.bytes, bytes);
+  };
+  // Open MPI 4.1 over ob1 and MPICH 4.0: 2^31 - 1 and 2^28 - 1.
+  CHECK(g_mpi->tag_ub() >= 32767);
+
+  {  // isend + recv of ANY_SOURCE, ANY_TAG; irecv by poll() + send
+    const int32_t out[3] = {r, 10 * r, 100 * r};
+    int32_t in[4] = {-1, -1, -1, -1};
+    const int s = g_mpi->isend(kWorld, out, sizeof out, next, 5);
+    g_mpi->recv(kWorld, in, sizeof in, kAnySource, kAnyTag, m);
+    same(m, prev, 5, 12);
+    CHECK_EQ(m.message, 0);
+    EXPECT_EQ(std::vector<int32_t>(in, in + 4), (std::vector<int32_t>{prev, 10 * prev, 100 * prev, -1}));
+    CHECK_EQ(g_mpi->wait(s).error_class, 0);
+    const int q = g_mpi->irecv(kWorld, in, sizeof in, prev, 6);
+    g_mpi->send(kWorld, out, 8, next, 6);
+    std::vector<Completion> polled;
+    while (polled.empty()) g_mpi->poll(polled);
+    CHECK_EQ(polled.size(), size_t(1));
+    CHECK_EQ(polled[0].id, q);
+    CHECK_EQ(polled[0].error_class, 0);
+    CHECK(polled[0].has_match);
+    same(polled[0].matched, prev, 6, 8);
+    CHECK_EQ(g_mpi->active(), size_t(0));
+  }
+  {  // truncation: recv gets the buffer's bytes and the length; irecv fails
+    uint8_t out[50], in[32];
+    for (int i = 0; i < 50; i++) out[i] = uint8_t(i + 1);
+    std::memset(in, 0xee, sizeof in);
+    const int s = g_mpi->isend(kWorld, out, 50, next, 7);
+    EXPECT_ERROR(TRUNCATE, "recv: the message has 50 bytes but the receive buffer holds 20",
+                 [&] { g_mpi->recv(kWorld, in, 20, prev, 7, m); });
+    same(m, prev, 7, 50);
+    CHECK(std::memcmp(in, out, 20) == 0);
+    CHECK(std::all_of(in + 20, in + 32, [](uint8_t b) { return b == 0xee; }));
+    CHECK_EQ(g_mpi->wait(s).error_class, 0);
+    std::memset(in, 0xee, sizeof in);
+    const int s2 = g_mpi->isend(kWorld, out, 50, next, 8);
+    done = g_mpi->wait(g_mpi->irecv(kWorld, in, 20, prev, 8));
+    CHECK_EQ(done.error_class, int(ErrorClass::TRUNCATE));
+    CHECK(done.message.rfind("irecv: the message ", 0) == 0);
+    CHECK(std::all_of(in + 20, in + 32, [](uint8_t b) { return b == 0xee; }));
+    CHECK_EQ(g_mpi->wait(s2).error_class, 0);
+  }
+  {  // iprobe, probe; mprobe takes a message out of matching until mrecv
+    const double out[2] = {r + 0.25, r + 0.5};
+    const int s = g_mpi->isend(kWorld, out, 16, next, 9);
+    const int s2 = g_mpi->isend(kWorld, out, 8, next, 10);
+    CHECK(!g_mpi->iprobe(kWorld, kAnySource, 99, m));
+    while (!g_mpi->iprobe(kWorld, prev, 9, m)) {
+    }
+    same(m, prev, 9, 16);
+    g_mpi->probe(kWorld, kAnySource, 10, m);
+    same(m, prev, 10, 8);
+    g_mpi->mprobe(kWorld, prev, 9, m);
+    same(m, prev, 9, 16);
+    const int h = m.message;
+    CHECK(h > 0);
+    CHECK(!g_mpi->iprobe(kWorld, prev, 9, m));
+    double in[2] = {-1, -1};
+    g_mpi->mrecv(h, in, sizeof in, m);
+    same(m, prev, 9, 16);
+    CHECK_EQ(m.message, 0);
+    CHECK_EQ(in[1], prev + 0.5);
+    EXPECT_ERROR(ARG, "mrecv: no such message", [&] { g_mpi->mrecv(h, in, sizeof in, m); });
+    g_mpi->recv(kWorld, in, 8, prev, 10, m);
+    CHECK_EQ(in[0], prev + 0.25);
+    CHECK_EQ(g_mpi->wait(s).error_class, 0);
+    CHECK_EQ(g_mpi->wait(s2).error_class, 0);
+  }
+  {  // improbe: a request tried by poll(), test(), wait() and wait_any()
+    const int32_t out = r;
+    int32_t in = -1;
+    const int a = g_mpi->improbe(kWorld, prev, 11);
+    CHECK_EQ(g_mpi->active(), size_t(1));
+    CHECK(!g_mpi->test(a, done));
+    blocking(make(Coll::BARRIER));  // no rank sends 11 before every rank's test
+    const int s = g_mpi->isend(kWorld, &out, 4, next, 11);
+    std::vector<Completion> polled;
+    while (std::none_of(polled.begin(), polled.end(), [&](const Completion& c) { return c.id == a; })) g_mpi->poll(polled);
+    const Completion& got = *std::find_if(polled.begin(), polled.end(), [&](const Completion& c) { return c.id == a; });
+    CHECK(got.has_match);
+    same(got.matched, prev, 11, 4);
+    g_mpi->mrecv(got.matched.message, &in, 4, m);
+    CHECK_EQ(in, prev);
+    if (std::none_of(polled.begin(), polled.end(), [&](const Completion& c) { return c.id == s; })) {
+      CHECK_EQ(g_mpi->wait(s).error_class, 0);
+    }
+    const int b = g_mpi->improbe(kWorld, kAnySource, 12);
+    const int s2 = g_mpi->isend(kWorld, &out, 4, next, 12);
+    done = g_mpi->wait(b);
+    same(done.matched, prev, 12, 4);
+    g_mpi->mrecv(done.matched.message, &in, 4, m);
+    const int c = g_mpi->improbe(kWorld, prev, 13);
+    const int never = g_mpi->irecv(kWorld, &in, 4, prev, 14);
+    const int s3 = g_mpi->isend(kWorld, &out, 4, next, 13);
+    CHECK_EQ(g_mpi->wait_any({never, c}, done), size_t(1));
+    same(done.matched, prev, 13, 4);
+    g_mpi->mrecv(done.matched.message, &in, 4, m);
+    blocking(make(Coll::BARRIER));  // no rank sends 14 before every rank's wait_any
+    const int s4 = g_mpi->isend(kWorld, &out, 4, next, 14);
+    for (int id : {never, s2, s3, s4}) CHECK_EQ(g_mpi->wait(id).error_class, 0);
+    CHECK_EQ(g_mpi->active(), size_t(0));
+  }
+  EXPECT_ERROR(COMM, "no such communicator", [&] { g_mpi->send(999, nullptr, 0, 0, 0); });
+}
+
 }  // namespace
 
 // Under AddressSanitizer (the asan flavour of CMakeLists.txt; ignored
@@ -1350,6 +1469,7 @@ int main(int argc, char** argv) {
     test_in_place();
     test_library_bugs();
     test_errors();
+    test_p2p();
     context("finalize");
     g_mpi->finalize();
     g_mpi->finalize();  // once only

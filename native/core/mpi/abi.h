@@ -27,6 +27,7 @@ struct ompi_request_t;
 struct ompi_group_t;
 struct ompi_info_t;
 struct ompi_errhandler_t;
+struct ompi_message_t;
 
 namespace nodempi::mpi {
 
@@ -46,6 +47,8 @@ struct OmpiAbi {
   using Group = ompi_group_t*;
   using Info = ompi_info_t*;
   using Errhandler = ompi_errhandler_t*;
+  using Message = ompi_message_t*;
+  using Count = long long;
   struct Status {
     int MPI_SOURCE;
     int MPI_TAG;
@@ -59,6 +62,7 @@ struct OmpiAbi {
   static constexpr int kAnyTag = -1;
   static constexpr int kUndefined = -32766;
   static constexpr int kCommTypeShared = 0;
+  static constexpr int kTagUbKeyval = 0;  // MPI_TAG_UB, first of an enum
   static void* in_place() { return reinterpret_cast<void*>(1); }
   static Status* status_ignore() { return nullptr; }
   static constexpr int kMaxLibraryVersionString = 256;
@@ -84,6 +88,8 @@ struct MpichAbi {
   using Group = int;
   using Info = int;
   using Errhandler = int;
+  using Message = int;
+  using Count = long;
   struct Status {
     int count_lo;
     int count_hi_and_cancelled;
@@ -97,6 +103,7 @@ struct MpichAbi {
   static constexpr int kAnyTag = -1;
   static constexpr int kUndefined = -32766;
   static constexpr int kCommTypeShared = 1;
+  static constexpr int kTagUbKeyval = 0x64400001;  // MPI_TAG_UB
   static void* in_place() { return reinterpret_cast<void*>(-1); }
   static Status* status_ignore() { return reinterpret_cast<Status*>(1); }
   static constexpr int kMaxLibraryVersionString = 8192;
@@ -125,6 +132,8 @@ constexpr Predefined kRequestNull{"ompi_request_null", 0x2c000000};
 constexpr Predefined kInfoNull{"ompi_mpi_info_null", 0x1c000000};
 constexpr Predefined kErrorsReturn{"ompi_mpi_errors_return", 0x54000001};
 constexpr Predefined kByte{"ompi_mpi_byte", 0x4c00010d};
+constexpr Predefined kMessageNull{"ompi_message_null", 0x2c000000};
+constexpr Predefined kMessageNoProc{"ompi_message_no_proc", 0x6c000000};
 
 // The MPI datatype of each kernel storage type (kernels::TypeId order):
 // reductions run on these. Several MPI types share a storage type (INT,

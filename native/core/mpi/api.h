@@ -16,6 +16,8 @@ struct Api {
   using Info = typename A::Info;
   using Errhandler = typename A::Errhandler;
   using Status = typename A::Status;
+  using Message = typename A::Message;
+  using Count = typename A::Count;
   using Aint = long;  // MPI_Aint on LP64 in both ABIs
   using UserFunction = void(void*, void*, int*, Datatype*);
 
@@ -30,6 +32,7 @@ struct Api {
   int (*Error_class)(int, int*);
   int (*Error_string)(int, char*, int*);
   int (*Comm_set_errhandler)(Comm, Errhandler);
+  int (*Comm_get_attr)(Comm, int, void*, int*);
 
   // Communicators and groups
   int (*Comm_rank)(Comm, int*);
@@ -66,6 +69,23 @@ struct Api {
   int (*Testsome)(int, Request*, int*, int*, Status*);
   int (*Start)(Request*);
   int (*Request_free)(Request*);
+
+  // Point-to-point, in bytes (MPI_BYTE). The large-count forms (_c, MPI 4)
+  // are null where the library has none (Open MPI before 5).
+  int (*Send)(const void*, int, Datatype, int, int, Comm);
+  int (*Isend)(const void*, int, Datatype, int, int, Comm, Request*);
+  int (*Irecv)(void*, int, Datatype, int, int, Comm, Request*);
+  int (*Probe)(int, int, Comm, Status*);
+  int (*Iprobe)(int, int, Comm, int*, Status*);
+  int (*Mprobe)(int, int, Comm, Message*, Status*);
+  int (*Improbe)(int, int, Comm, int*, Message*, Status*);
+  int (*Mrecv)(void*, int, Datatype, Message*, Status*);
+  int (*Get_elements_x)(const Status*, Datatype, Count*);
+  int (*Send_c)(const void*, Count, Datatype, int, int, Comm);
+  int (*Isend_c)(const void*, Count, Datatype, int, int, Comm, Request*);
+  int (*Irecv_c)(void*, Count, Datatype, int, int, Comm, Request*);
+  int (*Mrecv_c)(void*, Count, Datatype, Message*, Status*);
+  int (*Get_count_c)(const Status*, Datatype, Count*);
 
   // Collectives: blocking, nonblocking (I), persistent (_init: MPI 4 names,
   // or Open MPI 4's MPIX_ ones; null when the library has neither).

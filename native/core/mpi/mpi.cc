@@ -56,6 +56,7 @@ std::string Api<A>::load(void* (*lookup)(const char*)) {
   need(Error_class, "MPI_Error_class");
   need(Error_string, "MPI_Error_string");
   need(Comm_set_errhandler, "MPI_Comm_set_errhandler");
+  need(Comm_get_attr, "MPI_Comm_get_attr");
   need(Comm_rank, "MPI_Comm_rank");
   need(Comm_size, "MPI_Comm_size");
   need(Comm_remote_size, "MPI_Comm_remote_size");
@@ -86,6 +87,23 @@ std::string Api<A>::load(void* (*lookup)(const char*)) {
   need(Testsome, "MPI_Testsome");
   need(Start, "MPI_Start");
   need(Request_free, "MPI_Request_free");
+  need(Send, "MPI_Send");
+  need(Isend, "MPI_Isend");
+  need(Irecv, "MPI_Irecv");
+  need(Probe, "MPI_Probe");
+  need(Iprobe, "MPI_Iprobe");
+  need(Mprobe, "MPI_Mprobe");
+  need(Improbe, "MPI_Improbe");
+  need(Mrecv, "MPI_Mrecv");
+  need(Get_elements_x, "MPI_Get_elements_x");
+  auto optional = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(lookup(name));
+  };
+  optional(Send_c, "MPI_Send_c");
+  optional(Isend_c, "MPI_Isend_c");
+  optional(Irecv_c, "MPI_Irecv_c");
+  optional(Mrecv_c, "MPI_Mrecv_c");
+  optional(Get_count_c, "MPI_Get_count_c");
   need(Barrier, "MPI_Barrier");
   need(Ibarrier, "MPI_Ibarrier");
   maybe(Barrier_init, "MPI_Barrier_init", "MPIX_Barrier_init");
@@ -244,9 +262,18 @@ class Library final : public Mpi {
   using Request = typename A::Request;
   using Group = typename A::Group;
   using Status = typename A::Status;
+  using Message = typename A::Message;
+  using Count = typename A::Count;
   using Aint = typename Api<A>::Aint;
 
+  // Tags go to the library as they are.
+  static_assert(A::kAnyTag == kAnyTag, "MPI_ANY_TAG is nodempi's ANY_TAG");
+
+  // What a request in the table is.
+  enum class Kind : uint8_t { COLL, SEND, RECV, IMPROBE };
+
   struct Pending {
+    Kind kind = Kind::COLL;
     Call call;
     Request request{};
     bool persistent = false;  // a template: kept until free_template
@@ -254,6 +281,16 @@ class Library final : public Mpi {
     bool made = false;        // that request exists (made at the first start)
     bool active = false;
     std::vector<Datatype> w_types;  // alltoallw's, in the library's handles (read until completion)
+    // An irecv's capacity (for the truncation message); an improbe's
+    // communicator, source and tag (it has no MPI request: it is tried anew).
+    size_t bytes = 0;
+    int comm = 0, source = 0, tag = 0;
+  };
+
+  // A message mprobe or improbe matched, until mrecv takes it.
+  struct Held {
+    Message message{};
+    Matched matched;
   };
 
  public:
@@ -277,6 +314,7 @@ class Library final : public Mpi {
     errors_return_ = A::template handle<typename A::Errhandler>(lookup, kErrorsReturn);
     byte_ = A::template handle<Datatype>(lookup, kByte);
     datatype_null_ = A::template handle<Datatype>(lookup, kDatatypeNull);
+    message_null_ = A::template handle<Message>(lookup, kMessageNull);
     if (!world_ || !self_ || !byte_ || !errors_return_) {
       throw CoreError(ErrorClass::OTHER, opened_.path + " does not define the predefined handles of the " +
                                              A::kName + " ABI");
@@ -317,6 +355,10 @@ class Library final : public Mpi {
     comms_.add(self_);
     check(api_.Comm_rank(world_, rank), "init");
     check(api_.Comm_size(world_, size), "init");
+    int* ub = nullptr;
+    int has = 0;
+    check(api_.Comm_get_attr(world_, A::kTagUbKeyval, &ub, &has), "init");
+    tag_ub_ = has && ub ? *ub : 32767;  // 32767: the least MPI allows
     initialized_ = true;
     calibrate();
   }
@@ -488,6 +530,110 @@ class Library final : public Mpi {
     user_ops_.erase(it);
   }
 
+  // ---- Point-to-point ------------------------------------------------------------
+
+  void send(int h, const void* buf, size_t bytes, int dest, int tag) override {
+    Comm c = comm(h, "send");
+    const int d = rank_arg(dest);
+    int rc = bytes <= size_t(INT_MAX) ? api_.Send(buf, int(bytes), byte_, d, tag, c)
+             : api_.Send_c            ? api_.Send_c(buf, Count(bytes), byte_, d, tag, c)
+                                      : too_large("send", bytes, "MPI_Send_c");
+    check(rc, "send");
+  }
+
+  int isend(int h, const void* buf, size_t bytes, int dest, int tag) override {
+    Comm c = comm(h, "isend");
+    const int d = rank_arg(dest);
+    Request r = request_null_;
+    int rc = bytes <= size_t(INT_MAX) ? api_.Isend(buf, int(bytes), byte_, d, tag, c, &r)
+             : api_.Isend_c           ? api_.Isend_c(buf, Count(bytes), byte_, d, tag, c, &r)
+                                      : too_large("isend", bytes, "MPI_Isend_c");
+    check(rc, "isend");
+    Pending p;
+    p.kind = Kind::SEND;
+    return started(std::move(p), r);
+  }
+
+  // A probe and a receive of what it matched, rather than MPI_Recv: on a
+  // message longer than the buffer MPICH 4.0 writes nothing and reports a
+  // length of 0, where the seam promises the buffer's worth and the length.
+  void recv(int h, void* buf, size_t bytes, int source, int tag, Matched& out) override {
+    Comm c = comm(h, "recv");
+    Message m = message_null_;
+    Status st{};
+    check(api_.Mprobe(source_arg(source), tag, c, &m, &st), "recv");
+    out = matched(st);
+    take(m, buf, bytes, out, "recv");
+  }
+
+  int irecv(int h, void* buf, size_t bytes, int source, int tag) override {
+    Comm c = comm(h, "irecv");
+    Request r = request_null_;
+    // Without large counts no message of more than INT_MAX bytes can be
+    // sent either: a larger buffer receives as one of INT_MAX bytes.
+    size_t posted = bytes;
+    int rc;
+    if (bytes <= size_t(INT_MAX)) {
+      rc = api_.Irecv(buf, int(bytes), byte_, source_arg(source), tag, c, &r);
+    } else if (api_.Irecv_c) {
+      rc = api_.Irecv_c(buf, Count(bytes), byte_, source_arg(source), tag, c, &r);
+    } else {
+      posted = size_t(INT_MAX);
+      rc = api_.Irecv(buf, INT_MAX, byte_, source_arg(source), tag, c, &r);
+    }
+    check(rc, "irecv");
+    Pending p;
+    p.kind = Kind::RECV;
+    p.bytes = posted;
+    return started(std::move(p), r);
+  }
+
+  void probe(int h, int source, int tag, Matched& out) override {
+    Status st{};
+    check(api_.Probe(source_arg(source), tag, comm(h, "probe"), &st), "probe");
+    out = matched(st);
+  }
+
+  bool iprobe(int h, int source, int tag, Matched& out) override {
+    Status st{};
+    int flag = 0;
+    check(api_.Iprobe(source_arg(source), tag, comm(h, "iprobe"), &flag, &st), "iprobe");
+    if (flag) out = matched(st);
+    return flag != 0;
+  }
+
+  void mprobe(int h, int source, int tag, Matched& out) override {
+    Message m = message_null_;
+    Status st{};
+    check(api_.Mprobe(source_arg(source), tag, comm(h, "mprobe"), &m, &st), "mprobe");
+    out = matched(st);
+    out.message = messages_.add(Held{m, out});
+  }
+
+  int improbe(int h, int source, int tag) override {
+    comm(h, "improbe");
+    Pending p;
+    p.kind = Kind::IMPROBE;
+    p.comm = h;
+    p.source = source;
+    p.tag = tag;
+    int id = started(std::move(p), request_null_);
+    improbes_.push_back(id);
+    return id;
+  }
+
+  void mrecv(int message, void* buf, size_t bytes, Matched& out) override {
+    Held* held = initialized_ ? messages_.find(message) : nullptr;
+    if (!held) throw CoreError(ErrorClass::ARG, "mrecv: no such message (mrecv takes a matched message once)");
+    Message m = held->message;
+    out = held->matched;
+    out.message = 0;
+    messages_.remove(message);
+    take(m, buf, bytes, out, "mrecv");
+  }
+
+  int tag_ub() override { return tag_ub_; }
+
   // ---- Collectives ------------------------------------------------------------
 
   int run(Call&& call, Mode mode) override {
@@ -559,37 +705,45 @@ class Library final : public Mpi {
   bool test(int id, Completion& out) override {
     Pending& p = pending(id, "Request.test");
     if (!p.active) return finish(id, p, 0, out), true;
+    if (p.kind == Kind::IMPROBE) return try_improbe(id, p, false, out);
     int flag = 0;
     Status st{};
     int rc = api_.Test(&p.request, &flag, &st);
     if (rc == 0 && !flag) return false;
-    finish(id, p, rc, out);
+    finish(id, p, rc, out, &st);
     return true;
   }
 
   Completion wait(int id) override {
     Pending& p = pending(id, "Request.wait");
     Completion out;
-    int rc = p.active ? api_.Wait(&p.request, A::status_ignore()) : 0;
-    finish(id, p, rc, out);
+    if (!p.active) return finish(id, p, 0, out), out;
+    if (p.kind == Kind::IMPROBE) return try_improbe(id, p, true, out), out;
+    Status st{};
+    int rc = api_.Wait(&p.request, &st);
+    finish(id, p, rc, out, &st);
     return out;
   }
 
   size_t wait_any(const std::vector<int>& ids, Completion& out) override {
     std::vector<Request> reqs(ids.size());
+    bool probes = false;
     for (size_t i = 0; i < ids.size(); i++) {
       Pending& p = pending(ids[i], "Request.waitAny");
       reqs[i] = p.active ? p.request : request_null_;
+      probes |= p.active && p.kind == Kind::IMPROBE;
     }
+    if (probes) return test_any(ids, out);
     int index = -1;
-    int rc = api_.Waitany(int(reqs.size()), reqs.data(), &index, A::status_ignore());
+    Status st{};
+    int rc = api_.Waitany(int(reqs.size()), reqs.data(), &index, &st);
     if (index < 0 || size_t(index) >= ids.size()) {
       check(rc, "Request.waitAny");
       throw CoreError(ErrorClass::REQUEST, "Request.waitAny: no request was active");
     }
     Pending& p = *pending_.find(ids[size_t(index)]);
     p.request = reqs[size_t(index)];
-    finish(ids[size_t(index)], p, rc, out);
+    finish(ids[size_t(index)], p, rc, out, &st);
     return size_t(index);
   }
 
@@ -598,7 +752,7 @@ class Library final : public Mpi {
     poll_ids_.clear();
     poll_reqs_.clear();
     pending_.each([&](int id, Pending& p) {
-      if (p.active) {
+      if (p.active && p.kind != Kind::IMPROBE) {
         poll_ids_.push_back(id);
         poll_reqs_.push_back(p.request);
       }
@@ -607,9 +761,8 @@ class Library final : public Mpi {
     poll_index_.resize(size_t(n));
     poll_status_.resize(size_t(n));
     int outcount = 0;
-    int rc = api_.Testsome(n, poll_reqs_.data(), &outcount, poll_index_.data(), poll_status_.data());
-    if (outcount <= 0) return;  // MPI_UNDEFINED: nothing was active
-    for (int k = 0; k < outcount; k++) {
+    int rc = n > 0 ? api_.Testsome(n, poll_reqs_.data(), &outcount, poll_index_.data(), poll_status_.data()) : 0;
+    for (int k = 0; k < outcount; k++) {  // outcount MPI_UNDEFINED (< 0): nothing was active
       int i = poll_index_[size_t(k)];
       int id = poll_ids_[size_t(i)];
       Pending& p = *pending_.find(id);
@@ -617,8 +770,17 @@ class Library final : public Mpi {
       // MPI_ERR_IN_STATUS: each status says how its request ended.
       int err = rc == 0 ? 0 : poll_status_[size_t(k)].MPI_ERROR;
       Completion c;
-      finish(id, p, err, c);
+      finish(id, p, err, c, &poll_status_[size_t(k)]);
       done.push_back(std::move(c));
+    }
+    // Matched probes, oldest first (each that matches leaves the list).
+    for (size_t k = 0; k < improbes_.size();) {
+      Completion c;
+      if (try_improbe(improbes_[k], *pending_.find(improbes_[k]), false, c)) {
+        done.push_back(std::move(c));
+      } else {
+        k++;
+      }
     }
   }
 
@@ -627,20 +789,146 @@ class Library final : public Mpi {
  private:
   static constexpr int kNoPersistent = INT_MIN;
 
-  // The request's end: its id released unless it is a template.
-  void finish(int id, Pending& p, int rc, Completion& out) {
+  // The request's end: its id released unless it is a template. `st`:
+  // its status, where the call that completed it filled one.
+  void finish(int id, Pending& p, int rc, Completion& out, const Status* st = nullptr) {
     out.id = id;
     out.error_class = 0;
     out.message.clear();
+    out.has_match = p.kind == Kind::RECV && st;
+    if (out.has_match) out.matched = matched(*st);
     if (rc != 0) {
       out.error_class = int(error_class(rc));
-      out.message = std::string(coll_name(p.call.coll)) + ": " + error_text(rc);
+      if (p.kind == Kind::RECV && out.error_class == int(ErrorClass::TRUNCATE)) {
+        out.message = truncated("irecv", out.has_match ? out.matched.bytes : -1, p.bytes);
+      } else {
+        out.message = std::string(name(p)) + ": " + error_text(rc);
+      }
+      // Open MPI leaves a request that failed allocated (MPI_Testsome).
+      if (!p.persistent && p.request != request_null_) api_.Request_free(&p.request);
     }
     if (p.active) {
       p.active = false;
       active_--;
     }
+    if (p.kind == Kind::IMPROBE) improbes_.erase(std::remove(improbes_.begin(), improbes_.end(), id), improbes_.end());
     if (!p.persistent) pending_.remove(id);
+  }
+
+  static const char* name(const Pending& p) {
+    switch (p.kind) {
+      case Kind::SEND: return "isend";
+      case Kind::RECV: return "irecv";
+      case Kind::IMPROBE: return "improbe";
+      default: return coll_name(p.call.coll);
+    }
+  }
+
+  // A point-to-point request in flight (MPI's `r`; none for an improbe).
+  int started(Pending&& p, Request r) {
+    p.request = r;
+    p.active = true;
+    active_++;
+    return pending_.add(std::move(p));
+  }
+
+  // Tries improbe request `p` once, or with `block` until it matches
+  // (MPI_Mprobe): true once it has completed.
+  bool try_improbe(int id, Pending& p, bool block, Completion& out) {
+    Comm* c = comms_.find(p.comm);
+    Message m = message_null_;
+    Status st{};
+    int flag = 0;
+    int rc = !c      ? -1
+             : block ? (flag = 1, api_.Mprobe(source_arg(p.source), p.tag, *c, &m, &st))
+                     : api_.Improbe(source_arg(p.source), p.tag, *c, &flag, &m, &st);
+    if (rc == 0 && !flag) return false;
+    if (!c) {
+      finish(id, p, 0, out);
+      out.error_class = int(ErrorClass::COMM);
+      out.message = "improbe: the communicator was freed before a message matched";
+      return true;
+    }
+    finish(id, p, rc, out);
+    if (rc == 0) {
+      out.has_match = true;
+      out.matched = matched(st);
+      out.matched.message = messages_.add(Held{m, out.matched});
+    }
+    return true;
+  }
+
+  // MPI_Waitany where some of `ids` are improbes: MPI_Test and MPI_Improbe
+  // in turn until one completes.
+  size_t test_any(const std::vector<int>& ids, Completion& out) {
+    for (;;) {
+      bool any = false;
+      for (size_t i = 0; i < ids.size(); i++) {
+        Pending* p = pending_.find(ids[i]);
+        if (!p || !p->active) continue;
+        any = true;
+        if (test(ids[i], out)) return i;
+      }
+      if (!any) throw CoreError(ErrorClass::REQUEST, "Request.waitAny: no request was active");
+    }
+  }
+
+  // What a status says, in nodempi's terms.
+  Matched matched(const Status& st) {
+    Matched m;
+    m.source = st.MPI_SOURCE == A::kProcNull ? kProcNull : st.MPI_SOURCE;
+    m.tag = st.MPI_TAG;
+    Count n = 0;
+    // MPI_Get_elements_x where there is no MPI_Get_count_c: for MPI_BYTE
+    // the same number, as a count that can pass INT_MAX (MPI 3).
+    int rc = api_.Get_count_c ? api_.Get_count_c(&st, byte_, &n) : api_.Get_elements_x(&st, byte_, &n);
+    m.bytes = rc == 0 ? int64_t(n) : -1;
+    return m;
+  }
+
+  // Receives matched message `m`, of out.bytes bytes, into `bytes` bytes of
+  // `buf`; a longer one goes whole into scratch, of which `buf` gets the
+  // first `bytes`, and fails with ERR_TRUNCATE.
+  void take(Message& m, void* buf, size_t bytes, const Matched& out, const char* call) {
+    Status st{};
+    if (out.bytes >= 0 && size_t(out.bytes) <= bytes) return check(mrecv_bytes(buf, size_t(out.bytes), m, &st, call), call);
+    if (out.bytes < 0) return check(mrecv_bytes(buf, bytes, m, &st, call), call);
+    std::vector<uint8_t> scratch(size_t(out.bytes));
+    check(mrecv_bytes(scratch.data(), scratch.size(), m, &st, call), call);
+    if (bytes > 0) std::memcpy(buf, scratch.data(), bytes);
+    throw CoreError(ErrorClass::TRUNCATE, truncated(call, out.bytes, bytes));
+  }
+
+  int mrecv_bytes(void* buf, size_t n, Message& m, Status* st, const char* call) {
+    if (n <= size_t(INT_MAX)) return api_.Mrecv(buf, int(n), byte_, &m, st);
+    if (api_.Mrecv_c) return api_.Mrecv_c(buf, Count(n), byte_, &m, st);
+    return too_large(call, n, "MPI_Mrecv_c");
+  }
+
+  // `has`: the message's length, or what the library reported where it
+  // does not tell (MPICH says 0).
+  static std::string truncated(const char* call, int64_t has, size_t holds) {
+    if (has > int64_t(holds)) {
+      return std::string(call) + ": the message has " + std::to_string(has) + " bytes but the receive buffer holds " +
+             std::to_string(holds);
+    }
+    return std::string(call) + ": the message is longer than the " + std::to_string(holds) +
+           " bytes the receive buffer holds (" + A::kName + " does not say how long)";
+  }
+
+  // Throws; typed int to sit in the expressions that pick a function.
+  int too_large(const char* call, size_t bytes, const char* fn) {
+    throw CoreError(ErrorClass::COUNT, std::string(call) + ": a message of " + std::to_string(bytes) +
+                                           " bytes is more than MPI's int counts carry (2^31 - 1), and " +
+                                           opened_.path + " has no large-count " + fn + " (MPI 4)");
+  }
+
+  // A source argument in the library's numbering (MPICH's MPI_PROC_NULL
+  // is nodempi's ANY_SOURCE).
+  static int source_arg(int s) {
+    if (s == kAnySource) return A::kAnySource;
+    if (s == kProcNull) return A::kProcNull;
+    return s;
   }
 
   // The lookups every call makes refuse after MPI_Finalize, after which
@@ -946,6 +1234,8 @@ class Library final : public Mpi {
   typename A::Info info_null_{};
   typename A::Errhandler errors_return_{};
   Datatype byte_{}, datatype_null_{};
+  Message message_null_{};
+  int tag_ub_ = 32767;
   bool initialized_ = false;
   // Whether persistent collectives run as nonblocking ones started anew each
   // time, even where the library has its own: with
@@ -965,6 +1255,8 @@ class Library final : public Mpi {
   Table<Comm> comms_{kWorld};
   Table<Datatype> types_{kFirstDerived};
   Table<Pending> pending_{1};
+  Table<Held> messages_{1};
+  std::vector<int> improbes_;  // pending improbes, oldest first
   std::vector<std::pair<size_t, int>> opaque_;  // item bytes -> type handle
   std::vector<std::pair<int, Op>> user_ops_;     // trampoline slot -> MPI_Op
   size_t active_ = 0;

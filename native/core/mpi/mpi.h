@@ -31,6 +31,8 @@ constexpr int kFirstUserOp = 64;
 constexpr int kProcNull = -2;
 constexpr int kRoot = -4;
 constexpr int kUndefined = -32766;
+constexpr int kAnySource = -1;
+constexpr int kAnyTag = -1;
 
 enum class Coll : uint8_t {
   BARRIER, BCAST, GATHER, GATHERV, SCATTER, SCATTERV, ALLGATHER, ALLGATHERV, ALLTOALL, ALLTOALLV, ALLTOALLW,
@@ -61,12 +63,24 @@ struct Call {
   std::vector<int> recv_counts, recv_displs, recv_types;
 };
 
+// A matched message as lib/p2p/backend.ts's status array has it: its
+// source (a rank of the remote group on an intercommunicator), tag and
+// length, and the handle of a matched probe's message (0 otherwise).
+struct Matched {
+  int source = 0;
+  int tag = 0;
+  int64_t bytes = 0;
+  int message = 0;
+};
+
 // How a request ended: error_class 0 (success) or nodempi's ErrorClass,
-// with the library's message.
+// with the library's message; `matched` for a receive or matched probe.
 struct Completion {
   int id = -1;
   int error_class = 0;
   std::string message;
+  bool has_match = false;
+  Matched matched;
 };
 
 // A user-defined op's function as MPI calls it (MPI_User_function):
@@ -132,6 +146,35 @@ class Mpi {
   // blocking algorithms, without a request. False if `id` is no template.
   virtual bool run_template(int id) = 0;
   virtual void free_template(int id) = 0;
+
+  // Point-to-point in bytes (lib/p2p/mpi.ts). `source` may be kAnySource,
+  // `tag` kAnyTag. Counts above INT_MAX use the library's large-count
+  // functions (MPI 4), or fail with ERR_COUNT where it has none. Blocking
+  // calls block the calling thread in the library.
+  virtual void send(int comm, const void* buf, size_t bytes, int dest, int tag) = 0;
+  // A request id; the buffer must stay until it completes.
+  virtual int isend(int comm, const void* buf, size_t bytes, int dest, int tag) = 0;
+  // Receives into `bytes` bytes of `buf`. A longer message is taken whole
+  // into scratch, its first `bytes` copied, and fails with ERR_TRUNCATE
+  // (with `out` filled): the libraries differ in what they write then.
+  virtual void recv(int comm, void* buf, size_t bytes, int source, int tag, Matched& out) = 0;
+  // A request id, completing with `matched` set.
+  virtual int irecv(int comm, void* buf, size_t bytes, int source, int tag) = 0;
+  virtual void probe(int comm, int source, int tag, Matched& out) = 0;
+  virtual bool iprobe(int comm, int source, int tag, Matched& out) = 0;
+  // MPI_Mprobe: out.message is the message's handle for mrecv, which
+  // takes it once.
+  virtual void mprobe(int comm, int source, int tag, Matched& out) = 0;
+  // MPI_Improbe as a request: tried at every poll, test and wait until it
+  // matches; its completion carries the message's handle. Pending improbes
+  // are tried oldest first, but MPI matches a receive posted later (irecv)
+  // as soon as the message arrives, before the next try.
+  virtual int improbe(int comm, int source, int tag) = 0;
+  // MPI_Mrecv of a matched message into `bytes` bytes of `buf` (a shorter
+  // buffer truncates as recv does).
+  virtual void mrecv(int message, void* buf, size_t bytes, Matched& out) = 0;
+  // The library's MPI_TAG_UB (after init): the largest tag it carries.
+  virtual int tag_ub() = 0;
 
   // Completing requests. A nonblocking request's id is released once its
   // completion is returned; a template's stays until free_template.
