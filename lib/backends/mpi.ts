@@ -14,8 +14,9 @@
 import type { Backend, MadeInter } from '../backend.js';
 import { CHECK, forgetChecks, mpi as collectives, shareCallBlock } from '../coll/mpi.js';
 import { MPIError } from '../errors.js';
+import { setTagUb } from '../constants.js';
 import { native } from '../native.js';
-import { mpi as p2p } from '../p2p/mpi.js';
+import { mpi as p2p, tagUb } from '../p2p/mpi.js';
 import { chooseBackend, launcherMismatch, libraryCandidates } from './choose.js';
 
 const INT32 = 2 ** 31;
@@ -101,6 +102,7 @@ const backend: Backend = {
           '(srun needs --mpi=pmix for Open MPI, --mpi=pmi2 for MPICH). Use the launcher of the library, or NODEMPI_MPI_LIB for the library of the launcher.');
       }
       shareCallBlock();
+      setTagUb(tagUb());
       return { rank, size };
     },
     finalize: () => native.mpiFinalize(),
