@@ -15,7 +15,7 @@ import type { Backend, MadeInter } from '../backend.js';
 import { CHECK, forgetChecks, mpi as collectives, shareCallBlock } from '../coll/mpi.js';
 import { MPIError } from '../errors.js';
 import { native } from '../native.js';
-import { chooseBackend, launcherMismatch, libraryCandidates } from './choose.js';
+import { chooseBackend, launcherMismatch, libraryCandidates, worldSizeAdvice } from './choose.js';
 
 const INT32 = 2 ** 31;
 
@@ -93,11 +93,10 @@ const backend: Backend = {
       const [rank, size] = native.mpiInit();
       const expected = chooseBackend(env).expectedSize;
       if (expected !== null && size !== expected) {
-        const { reason } = chooseBackend(env);
+        const { reason, launcher } = chooseBackend(env);
         throw new MPIError('ERR_OTHER',
           `init: the launcher started ${expected} processes (${reason}), but ${opened.abi} (${opened.path}) ` +
-          `sees a world of ${size}: the library does not belong to that launcher, or the launcher gave it no way to reach the others ` +
-          '(srun needs --mpi=pmix for Open MPI, --mpi=pmi2 for MPICH). Use the launcher of the library, or NODEMPI_MPI_LIB for the library of the launcher.');
+          `sees a world of ${size}: ${worldSizeAdvice(env, launcher, opened.abi)}`);
       }
       shareCallBlock();
       return { rank, size };

@@ -8,7 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { explain, run, start, type JobResult } from '../helpers/job.js';
+import { explain, run, start, type JobResult, type Started } from '../helpers/job.js';
 
 export const here = dirname(fileURLToPath(import.meta.url));
 const onHost = join(here, 'on-host.sh');
@@ -145,13 +145,45 @@ export async function runOnCluster(bed: Bed, how: ClusterLauncher, np: number, s
   opts: { timeoutSec?: number; env?: Record<string, string> } = {}): Promise<JobResult> {
   const timeoutSec = opts.timeoutSec ?? 120;
   const job = clusterJob(bed, how, np, timeoutSec, script, args);
-  const r = await start(onHost, [bed.hosts[0]!, ...job.argv], {
-    env: { ...job.env, ...opts.env }, limitMs: (timeoutSec + 60) * 1000, detached: true,
-  }).done;
+  const r = await onHostRun(bed, bed.hosts[0]!, job.argv, { ...job.env, ...opts.env }, (timeoutSec + 60) * 1000);
   if (how === 'sbatch') {
     const id = /Submitted batch job (\d+)/.exec(r.stdout)?.[1];
     const out = id ? sbatchOutput(bed).replace('%j', id) : null;
     if (out && existsSync(out)) r.stdout += readFileSync(out, 'utf8');
   }
   return r;
+}
+
+/**
+ * Runs `argv` on `host` (on-host.sh) in a process group of its own,
+ * killed whole past `limitMs`.
+ */
+export function onHostRun(bed: Bed, host: string, argv: string[], env: Record<string, string> = {}, limitMs = 120_000): Promise<JobResult> {
+  return onHostStart(bed, host, argv, env, limitMs).done;
+}
+
+/** onHostRun that returns at once, with the output so far readable. */
+export function onHostStart(bed: Bed, host: string, argv: string[], env: Record<string, string> = {}, limitMs = 120_000): Started {
+  return start(onHost, [host, ...argv], { env: { SLURM_CONF: bed.slurmConf ?? '', ...env }, limitMs, detached: true });
+}
+
+/** Sets the link of `host` (its eth0) down or up, as a pulled cable would. */
+export async function setLink(bed: Bed, host: string, state: 'up' | 'down'): Promise<void> {
+  const r = await run('ip', ['-n', bed.ns[host]!, 'link', 'set', 'eth0', state], { limitMs: 10_000 });
+  if (r.status !== 0) throw new Error(`ip link set ${state} on ${host}\n${explain(r)}`);
+}
+
+/**
+ * Brings Slurm's node `host` back after its link came back (slurmctld set
+ * it DOWN when it stopped answering), and waits until it is idle.
+ */
+export async function resumeNode(bed: Bed, host: string, limitMs = 60_000): Promise<void> {
+  await onHostRun(bed, bed.hosts[0]!, ['scontrol', 'update', `nodename=${host}`, 'state=resume'], {}, 10_000);
+  const t0 = Date.now();
+  for (;;) {
+    const r = await onHostRun(bed, bed.hosts[0]!, ['sinfo', '-h', '-N', '-n', host, '-o', '%T'], {}, 10_000);
+    if (r.stdout.trim() === 'idle') return;
+    if (Date.now() - t0 > limitMs) throw new Error(`Slurm's node ${host} is not idle again: ${r.stdout.trim()}`);
+    await new Promise((f) => setTimeout(f, 1000));
+  }
 }
