@@ -97,3 +97,20 @@ export function launcherMismatch(launcher: Launcher | null, abi: string): string
   if (launcher === 'hydra' && abi !== 'MPICH') return "MPICH's mpiexec (Hydra) started this process";
   return null;
 }
+
+/**
+ * What to change when the library sees a world smaller than the one the
+ * launcher started (each rank alone): said for the launcher at hand.
+ */
+export function worldSizeAdvice(env: NodeJS.ProcessEnv, launcher: Launcher | null, abi: string): string {
+  if (launcher === 'slurm' && env.PMI_RANK === undefined && env.PMI_SIZE === undefined) {
+    return 'srun gave the tasks no PMI to find each other (srun --mpi=none, or MpiDefault=none in slurm.conf): ' +
+      'start them with srun --mpi=pmix for Open MPI, or srun --mpi=pmi2 for MPICH (srun --mpi=list shows what this Slurm offers).';
+  }
+  if (launcher === 'pmix' && abi !== 'Open MPI') {
+    return `srun --mpi=pmix (PMIx) started them, which this ${abi} library does not join: ` +
+      'start MPICH jobs with srun --mpi=pmi2 (or mpiexec), or set NODEMPI_MPI_LIB to an Open MPI library (libmpi.so.40).';
+  }
+  return 'the library does not belong to that launcher, or the launcher gave it no way to reach the others ' +
+    '(srun needs --mpi=pmix for Open MPI, --mpi=pmi2 for MPICH). Use the launcher of the library, or NODEMPI_MPI_LIB for the library of the launcher.';
+}

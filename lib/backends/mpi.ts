@@ -11,13 +11,16 @@
  * the library (MPI_Testsome) between other work for as long as requests
  * are active, and inside test()/wait().
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+
 import type { Backend, MadeInter } from '../backend.js';
 import { CHECK, forgetChecks, mpi as collectives, shareCallBlock } from '../coll/mpi.js';
-import { MPIError } from '../errors.js';
 import { setTagUb } from '../constants.js';
+import { MPIError } from '../errors.js';
 import { native } from '../native.js';
 import { mpi as p2p, tagUb } from '../p2p/mpi.js';
-import { chooseBackend, launcherMismatch, libraryCandidates } from './choose.js';
+import { chooseBackend, launcherMismatch, libraryCandidates, worldSizeAdvice } from './choose.js';
 
 const INT32 = 2 ** 31;
 
@@ -49,6 +52,15 @@ function open(env: NodeJS.ProcessEnv): { path: string; abi: string } {
       'To run on this machine alone without MPI, start the job with `nodempi -n N` (or NODEMPI_BACKEND=shm).',
     ].join('\n'));
   }
+  if (choice.launcher === 'slurm' && got.abi === 'Open MPI') {
+    const dir = openMpiWithoutPmi();
+    if (dir) {
+      throw new MPIError('ERR_OTHER',
+        `init: srun started this process without PMIx (${choice.reason}), but Open MPI (${got.path}) joins a Slurm job ` +
+        `through PMIx only, as built here (no PMI-1/PMI-2 component in ${dir}): start Open MPI jobs with srun --mpi=pmix, ` +
+        'or with mpirun inside salloc or sbatch; srun --mpi=pmi2 is for MPICH.');
+    }
+  }
   const mismatch = launcherMismatch(choice.launcher, got.abi);
   if (mismatch) {
     throw new MPIError('ERR_OTHER',
@@ -56,6 +68,36 @@ function open(env: NodeJS.ProcessEnv): { path: string; abi: string } {
       'Start the program with the launcher of that library, or set NODEMPI_MPI_LIB to the library of this launcher.');
   }
   return got;
+}
+
+/**
+ * The component directory of the Open MPI just opened, when it shows that
+ * this build cannot join a Slurm job through PMI-1 or PMI-2 (it has PMIx
+ * components but neither mca_pmix_s1 nor mca_pmix_s2, as Debian's and every
+ * Open MPI 5); else null (not found, or it can). Without this check such a
+ * build aborts in MPI_Init, and srun --kill-on-bad-exit often cuts its
+ * message short.
+ */
+function openMpiWithoutPmi(): string | null {
+  let maps: string;
+  try {
+    maps = readFileSync('/proc/self/maps', 'utf8');
+  } catch {
+    return null;
+  }
+  const lib = maps.split('\n').map((l) => l.slice(l.indexOf('/'))).find((p) => p.startsWith('/') && basename(p).startsWith('libmpi.so'));
+  if (!lib) return null;
+  for (const dir of [join(dirname(lib), 'openmpi'), join(dirname(lib), 'openmpi', 'lib', 'openmpi3')]) {
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      continue;
+    }
+    if (!names.some((n) => n.startsWith('mca_pmix_'))) continue;
+    return names.includes('mca_pmix_s1.so') || names.includes('mca_pmix_s2.so') ? null : dir;
+  }
+  return null;
 }
 
 // Progress while requests are active: the library completes requests
@@ -95,11 +137,10 @@ const backend: Backend = {
       const [rank, size] = native.mpiInit();
       const expected = chooseBackend(env).expectedSize;
       if (expected !== null && size !== expected) {
-        const { reason } = chooseBackend(env);
+        const { reason, launcher } = chooseBackend(env);
         throw new MPIError('ERR_OTHER',
           `init: the launcher started ${expected} processes (${reason}), but ${opened.abi} (${opened.path}) ` +
-          `sees a world of ${size}: the library does not belong to that launcher, or the launcher gave it no way to reach the others ` +
-          '(srun needs --mpi=pmix for Open MPI, --mpi=pmi2 for MPICH). Use the launcher of the library, or NODEMPI_MPI_LIB for the library of the launcher.');
+          `sees a world of ${size}: ${worldSizeAdvice(env, launcher, opened.abi)}`);
       }
       shareCallBlock();
       setTagUb(tagUb());

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 
-import { chooseBackend, detectLauncher, launcherMismatch, libraryCandidates } from '../../dist/backends/choose.js';
+import { chooseBackend, detectLauncher, launcherMismatch, libraryCandidates, worldSizeAdvice } from '../../dist/backends/choose.js';
 
 describe('choosing the backend', () => {
   it('plain node is a world of one on shm', () => {
@@ -62,5 +62,11 @@ describe('choosing the library', () => {
     expect(launcherMismatch('openmpi', 'Open MPI')).toBe(null);
     expect(launcherMismatch('pmix', 'MPICH')).toBe(null);
     expect(launcherMismatch(null, 'MPICH')).toBe(null);
+  });
+  it('a world smaller than the launcher started: the advice fits the launcher', () => {
+    // srun --mpi=none sets no PMI variable.
+    expect(worldSizeAdvice({ SLURM_PROCID: '0', SLURM_NTASKS: '2' }, 'slurm', 'MPICH')).toMatch(/no PMI .*srun --mpi=pmix for Open MPI, or srun --mpi=pmi2 for MPICH/);
+    expect(worldSizeAdvice({ PMIX_RANK: '0' }, 'pmix', 'MPICH')).toMatch(/this MPICH library does not join: start MPICH jobs with srun --mpi=pmi2/);
+    expect(worldSizeAdvice({ PMI_RANK: '0', SLURM_PROCID: '0' }, 'slurm', 'Open MPI')).toMatch(/srun needs --mpi=pmix for Open MPI/);
   });
 });
