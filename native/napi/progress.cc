@@ -120,6 +120,15 @@ Mode mode_arg(const Napi::CallbackInfo& info) {
 
 Progress* progress_for(Napi::Env env) { return &progress_of(env); }
 
+progress::Engine& engine_for(Napi::Env env) { return progress_of(env).engine; }
+
+std::shared_ptr<progress::Op> add_external(Napi::Env env, std::shared_ptr<void> keep) {
+  Progress& p = progress_of(env);
+  std::shared_ptr<progress::Op> op = p.engine.add_external(std::move(keep));
+  ref_loop(env, p);
+  return op;
+}
+
 bool on_main_thread(const Progress* p) { return p->engine.on_main_thread(); }
 
 void run_on_main(Progress* p, std::function<void()> fn) { p->engine.run_on_main(std::move(fn)); }
