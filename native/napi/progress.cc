@@ -67,7 +67,8 @@ Napi::Value outcome(Napi::Env env, const progress::Completion& c, const UserOp* 
 }
 
 Napi::Value outcome(Napi::Env env, const progress::Completion& c) {
-  return outcome(env, c, static_cast<const UserOp*>(c.keep.get()));
+  // An external request's keep is its owner's (point-to-point's views).
+  return outcome(env, c, c.external ? nullptr : static_cast<const UserOp*>(c.keep.get()));
 }
 
 // Operations at least this large wake their lane's thread at once, so they

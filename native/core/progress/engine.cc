@@ -206,6 +206,7 @@ void Engine::wait_done(Lane& lane, const Op* op) {
 Completion Engine::deliver(std::unordered_map<uint64_t, Request>::iterator it) {
   Completion c = result(it->first, true, it->second.op.get());
   c.keep = std::move(it->second.keep);
+  c.external = it->second.comm == kExternal;
   pending_.erase(it);
   return c;
 }

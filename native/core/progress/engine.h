@@ -43,6 +43,9 @@ struct Completion {
   // once the request is delivered: the caller releases it on the main
   // thread (a user op holds JavaScript references).
   std::shared_ptr<void> keep;
+  // An external request (add_external): `keep` is whatever its owner
+  // passed, not a lane operation's.
+  bool external = false;
 };
 
 class Engine {
