@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { explain, expectPassed, runJob } from '../helpers/job.js';
+import { explain, expectPassed, runJob, runSingleton } from '../helpers/job.js';
 
 // The shared-memory backend's point-to-point seam (lib/p2p/backend.ts),
 // called directly by test/fixtures/p2p/seam.mjs under the real launcher:
@@ -12,6 +12,23 @@ import { explain, expectPassed, runJob } from '../helpers/job.js';
 const sizes = [2, 3, 4];
 
 describe('shm point-to-point seam', () => {
+  it('sends to itself, in a singleton and at np=2', async () => {
+    const one = await runSingleton('p2p/seam.mjs', ['self']);
+    expectPassed(one, { name: 'p2p self', np: 1 });
+    const two = await runJob(2, 'p2p/seam.mjs', ['self'], { timeoutSec: 60 });
+    expectPassed(two, { name: 'p2p self', np: 2 });
+  }, 120_000);
+
+  it('moves messages exactly and in order with ranks as threads (np=3)', async () => {
+    const markers = mkdtempSync(join(tmpdir(), 'nodempi-p2p-'));
+    try {
+      const r = await runJob(3, 'p2p/seam.mjs', ['messages', markers], { launcherArgs: ['--threads', '--oversubscribe'], timeoutSec: 120 });
+      expectPassed(r, { name: 'p2p seam', np: 3 });
+    } finally {
+      rmSync(markers, { recursive: true, force: true });
+    }
+  }, 200_000);
+
   for (const np of sizes) {
     it(`moves messages exactly and in order at np=${np}`, async () => {
       const markers = mkdtempSync(join(tmpdir(), 'nodempi-p2p-'));
