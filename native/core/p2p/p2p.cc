@@ -65,6 +65,7 @@ void futex_wake_all(std::atomic<uint32_t>* word) {
 }
 
 void copy_in(transport::Ring* ring, uint64_t pos, const void* from, size_t n) {
+  if (n == 0) return;  // `from` may be null then
   size_t off = pos & kMask, first = std::min(n, transport::kRingBytes - off);
   std::memcpy(ring->data + off, from, first);
   if (n > first) std::memcpy(ring->data, static_cast<const uint8_t*>(from) + first, n - first);
@@ -189,6 +190,7 @@ void P2P::ring_bell(uint32_t rank, bool force) {
 }
 
 void P2P::copy_out(uint32_t src, uint64_t pos, uint8_t* to, size_t n) {
+  if (n == 0) return;  // `to` may be null then
   const transport::Ring* ring = seg_->ring(src, self_);
   size_t off = pos & kMask, first = std::min(n, transport::kRingBytes - off);
   std::memcpy(to, ring->data + off, first);
@@ -414,7 +416,8 @@ bool P2P::bind(std::unique_ptr<Msg> m, Recv* r) {
   r->st.source = m->source;
   r->st.tag = m->tag;
   r->total = m->total;
-  std::memcpy(r->buf, m->data.data(), std::min<uint64_t>(m->got, r->cap));
+  const size_t n = std::min<uint64_t>(m->got, r->cap);
+  if (n) std::memcpy(r->buf, m->data.data(), n);
   if (m->got == m->total) {
     finish(r);
     return true;
