@@ -29,6 +29,27 @@ describe('shm point-to-point seam', () => {
     }
   }, 200_000);
 
+  // Long messages go by single copy (an RTS the receiver answers after
+  // process_vm_readv) where the job allows it, else through the rings.
+  // Forced on (from 4 KiB), off, and refused by the kernel (the sender then
+  // streams them through the ring after all).
+  const transports: [string, Record<string, string>][] = [
+    ['single copy from 4 KiB', { NODEMPI_CMA: '1', NODEMPI_CMA_MIN: '4096' }],
+    ['rings only', { NODEMPI_CMA: '0' }],
+    ['single copy refused', { NODEMPI_CMA: 'refuse', NODEMPI_CMA_MIN: '4096' }],
+  ];
+  for (const [name, env] of transports) {
+    it(`moves messages exactly and in order at np=3, ${name}`, async () => {
+      const markers = mkdtempSync(join(tmpdir(), 'nodempi-p2p-'));
+      try {
+        const r = await runJob(3, 'p2p/seam.mjs', ['messages', markers], { launcherArgs: ['--oversubscribe'], timeoutSec: 120, env });
+        expectPassed(r, { name: 'p2p seam', np: 3, note: JSON.stringify(env) });
+      } finally {
+        rmSync(markers, { recursive: true, force: true });
+      }
+    }, 200_000);
+  }
+
   for (const np of sizes) {
     it(`moves messages exactly and in order at np=${np}`, async () => {
       const markers = mkdtempSync(join(tmpdir(), 'nodempi-p2p-'));

@@ -1,5 +1,7 @@
 #include "core/p2p/p2p.h"
 
+#include "core/transport/cma.h"
+
 #include <linux/futex.h>
 #include <sched.h>
 #include <sys/syscall.h>
@@ -35,7 +37,16 @@ static_assert(sizeof(Record) == 32, "a record header is 32 bytes");
 
 namespace {
 
-enum Kind : uint32_t { EAGER = 1, FRAG = 2, CONT = 3 };
+enum Kind : uint32_t { EAGER = 1, FRAG = 2, CONT = 3, RTS = 4, FIN = 5 };
+
+// The payload of an RTS. A FIN has none: its `key` is the cookie and its
+// `tag` 1 when the message was copied, 0 when the copy was refused.
+struct RtsBody {
+  uint64_t addr;
+  uint64_t cookie;
+  int32_t pid;
+  uint32_t pad;
+};
 
 constexpr size_t kMask = transport::kRingBytes - 1;
 static_assert((transport::kRingBytes & kMask) == 0, "the ring size is a power of two");
@@ -121,6 +132,8 @@ struct P2P::Send {
   uint64_t total;
   uint64_t sent = 0;
   bool started = false;
+  bool awaiting = false;  // its RTS is out; its FIN has not come
+  uint64_t cookie = 0;
   bool done = false;
   bool nonblocking = false;
   Report report;
@@ -134,6 +147,10 @@ P2P::P2P(transport::Segment* seg, uint32_t self)
       bell_(seg->doorbell(self)),
       policy_(transport::WaitPolicy::for_job(seg->geometry().nranks)),
       live_(seg->header(), self),
+      pid_(int32_t(getpid())),
+      rts_(transport::cma_mode(seg->geometry().nranks) != transport::CmaMode::OFF),
+      rts_refused_(transport::cma_mode(seg->geometry().nranks) == transport::CmaMode::FALLBACK),
+      rts_min_(std::max(transport::cma_min_bytes(), kMaxPayload + 1)),
       out_(nranks_),
       in_tail_(nranks_),
       assembly_(nranks_) {
@@ -146,7 +163,12 @@ P2P::P2P(transport::Segment* seg, uint32_t self)
   }
 }
 
-P2P::~P2P() { stop_thread(); }
+P2P::~P2P() {
+  stop_thread();
+  for (Out& o : out_) {
+    for (Record* r : o.control) delete r;
+  }
+}
 
 void P2P::set_sink(std::function<void(const std::shared_ptr<progress::Op>&)> sink) {
   std::lock_guard<std::mutex> lk(mu_);
@@ -197,70 +219,124 @@ void P2P::copy_out(uint32_t src, uint64_t pos, uint8_t* to, size_t n) {
   if (n > first) std::memcpy(to + first, ring->data, n - first);
 }
 
-// Writes as much of `s` as the ring to its destination has room for, one
-// record per chunk, each published at once so the receiver can start on it.
-// True once the whole message is in.
-bool P2P::push(Send& s) {
-  transport::Ring* ring = seg_->ring(self_, s.dst);
-  Out& o = out_[s.dst];
-  auto room = [&](size_t len) {
+bool P2P::single_copy(size_t bytes) const { return rts_ && bytes >= rts_min_; }
+
+bool P2P::put(uint32_t dst, const Record& rec, const void* payload, size_t n, bool& force) {
+  transport::Ring* ring = seg_->ring(self_, dst);
+  Out& o = out_[dst];
+  const size_t len = record_bytes(n);
+  auto room = [&] {
     if (o.head - o.tail_seen + len <= transport::kRingBytes) return true;
     o.tail_seen = ring->tail.load(std::memory_order_acquire);
     return o.head - o.tail_seen + len <= transport::kRingBytes;
   };
-  bool wrote = false, force = false;
-  while (!s.started || s.sent < s.total) {
-    const uint64_t chunk = std::min<uint64_t>(s.total - s.sent, kMaxPayload);
-    const size_t len = record_bytes(chunk);
-    if (!room(len)) {
-      // 1. Ask the receiver to ring back once it has made room; 2. look
-      //    again (it may have drained meanwhile); 3. wake its progress
-      //    thread, which drains even while the receiver runs JavaScript.
-      const uint64_t now = now_ns();
-      if (!o.stuck) {
-        o.stuck = true;
-        o.stuck_since = now;
-        ring->stuck.store(1, std::memory_order_relaxed);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        force = true;
-        if (room(len)) continue;
-      } else if (now - o.stuck_since >= kRewakeNs) {
-        o.stuck_since = now;
-        force = true;
-      }
-      break;
+  if (!room()) {
+    // 1. Ask the receiver to ring back once it has made room; 2. look
+    //    again (it may have drained meanwhile); 3. wake its progress
+    //    thread, which drains even while the receiver runs JavaScript.
+    const uint64_t now = now_ns();
+    bool again = false;
+    if (!o.stuck) {
+      o.stuck = true;
+      o.stuck_since = now;
+      ring->stuck.store(1, std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      force = true;
+      again = room();
+    } else if (now - o.stuck_since >= kRewakeNs) {
+      o.stuck_since = now;
+      force = true;
     }
-    Record rec{};
-    rec.kind = s.started ? CONT : (s.total <= kMaxPayload ? EAGER : FRAG);
-    rec.source = s.source;
-    rec.key = s.key;
-    rec.tag = s.tag;
-    rec.payload = uint32_t(chunk);
-    rec.total = s.total;
-    copy_in(ring, o.head, &rec, sizeof rec);
-    copy_in(ring, o.head + sizeof rec, s.buf + s.sent, chunk);
-    o.head += len;
-    ring->head.store(o.head, std::memory_order_release);
+    if (!again) return false;
+  }
+  copy_in(ring, o.head, &rec, sizeof rec);
+  copy_in(ring, o.head + sizeof rec, payload, n);
+  o.head += len;
+  ring->head.store(o.head, std::memory_order_release);
+  return true;
+}
+
+// Writes as much of `s` as the ring to its destination has room for, one
+// record per chunk, each published at once so the receiver can start on it;
+// or, for a long message where single copy is allowed, one RTS. True once
+// the whole message is in (or, by single copy, taken).
+bool P2P::push(Send& s) {
+  Out& o = out_[s.dst];
+  bool wrote = false, force = false;
+  if (!s.started && single_copy(s.total)) {
+    Record rec{RTS, s.source, s.key, s.tag, uint32_t(sizeof(RtsBody)), s.total};
+    s.cookie = next_cookie_++;
+    RtsBody body{reinterpret_cast<uint64_t>(s.buf), s.cookie, pid_, 0};
+    if (put(s.dst, rec, &body, sizeof body, force)) {
+      s.started = true;
+      s.awaiting = true;
+      // The receiver may be in JavaScript for a while: its thread takes the
+      // copy, so that this sender does not wait for it (a system call, on
+      // messages long enough not to notice).
+      force = true;
+      wrote = true;
+    }
+  }
+  while (!s.awaiting && (!s.started || s.sent < s.total)) {
+    const uint64_t chunk = std::min<uint64_t>(s.total - s.sent, kMaxPayload);
+    Record rec{s.started ? CONT : (s.total <= kMaxPayload ? EAGER : FRAG), s.source, s.key, s.tag,
+               uint32_t(chunk), s.total};
+    if (!put(s.dst, rec, s.buf + s.sent, chunk, force)) break;
     s.started = true;
     s.sent += chunk;
     wrote = true;
   }
-  const bool whole = s.started && s.sent == s.total;
+  const bool whole = s.started && !s.awaiting && s.sent == s.total;
   if (whole && o.stuck) {
     o.stuck = false;
-    ring->stuck.store(0, std::memory_order_relaxed);
+    seg_->ring(self_, s.dst)->stuck.store(0, std::memory_order_relaxed);
   }
   if (wrote || force) ring_bell(s.dst, force);
   return whole;
 }
 
+// Queues a FIN for the RTS `cookie` of world rank `src`.
+void P2P::answer(uint32_t src, uint64_t cookie, bool copied) {
+  auto* rec = new Record{FIN, 0, cookie, copied ? 1 : 0, 0, 0};
+  out_[src].control.push_back(rec);
+  ++queued_;
+}
+
+// The FIN of the RTS `cookie` this rank sent `src`: that send is the first
+// of its queue to `src` (it holds back the others).
+void P2P::finished_rts(uint32_t src, uint64_t cookie, bool copied) {
+  std::deque<Send*>& q = out_[src].queue;
+  if (q.empty() || !q.front()->awaiting || q.front()->cookie != cookie) return;
+  Send* s = q.front();
+  s->awaiting = false;
+  // Refused: the message goes through the ring after all, as the CONT
+  // records the receiver now waits for.
+  s->sent = copied ? s->total : 0;
+}
+
 void P2P::push_queued() {
   if (queued_ == 0) return;
   for (uint32_t d = 0; d < nranks_; ++d) {
-    std::deque<Send*>& q = out_[d].queue;
-    while (!q.empty() && push(*q.front())) {
-      Send* s = q.front();
-      q.pop_front();
+    Out& o = out_[d];
+    for (;;) {
+      // A FIN goes between messages: none is half written, or the one that
+      // is waits for a FIN itself.
+      const bool boundary = o.queue.empty() || !o.queue.front()->started || o.queue.front()->awaiting;
+      if (!o.control.empty() && boundary) {
+        bool force = false;
+        if (!put(d, *o.control.front(), nullptr, 0, force)) {
+          if (force) ring_bell(d, true);
+          break;
+        }
+        delete o.control.front();
+        o.control.pop_front();
+        --queued_;
+        ring_bell(d, false);
+        continue;
+      }
+      if (o.queue.empty() || !push(*o.queue.front())) break;
+      Send* s = o.queue.front();
+      o.queue.pop_front();
       --queued_;
       if (s->nonblocking) complete_send(s, ErrorClass::SUCCESS, {});
       else s->done = true;
@@ -286,8 +362,9 @@ bool P2P::drain(uint32_t src) {
     }
     copy_out(src, t, reinterpret_cast<uint8_t*>(&rec), sizeof rec);
     const size_t len = record_bytes(rec.payload);
-    const bool sane = rec.payload <= kMaxPayload && len <= h - t && rec.kind >= EAGER && rec.kind <= CONT &&
-                      (rec.kind != FRAG || rec.total > rec.payload);
+    const bool sane = rec.payload <= kMaxPayload && len <= h - t && rec.kind >= EAGER && rec.kind <= FIN &&
+                      (rec.kind != FRAG || rec.total > rec.payload) &&
+                      (rec.kind != RTS || rec.payload == sizeof(RtsBody)) && (rec.kind != FIN || rec.payload == 0);
     if (!sane) {
       t = h;
       break;
@@ -323,17 +400,34 @@ void P2P::take(uint32_t src, const Record& rec, uint64_t pos) {
     }
     return;
   }
+  if (rec.kind == FIN) {
+    finished_rts(src, rec.key, rec.tag == 1);
+    return;
+  }
   // A new message. Only a broken record stream can leave one unfinished
   // here; its remaining bytes are dropped.
   a = Assembly{};
+  RtsBody body{};
+  if (rec.kind == RTS) copy_out(src, pos, reinterpret_cast<uint8_t*>(&body), sizeof body);
+  // Single copy from the sender's buffer; refused, the sender streams it.
+  auto fetch = [&](uint8_t* to, uint64_t n) {
+    bool copied = !rts_refused_ && transport::cma_read(body.pid, to, reinterpret_cast<const void*>(body.addr), n);
+    answer(src, body.cookie, copied);
+    return copied;
+  };
   const uint64_t total = rec.kind == EAGER ? rec.payload : rec.total;
-  const uint64_t first = rec.payload;
+  const uint64_t first = rec.kind == RTS ? 0 : rec.payload;
   Recv* r = match_posted(rec.key, rec.source, rec.tag);
   if (r && !r->probe) {
     unpost(r);
     r->st.source = rec.source;
     r->st.tag = rec.tag;
     r->total = total;
+    if (rec.kind == RTS) {
+      if (fetch(r->buf, std::min<uint64_t>(total, r->cap))) finish(r);
+      else a = Assembly{true, total, 0, r, nullptr};
+      return;
+    }
     copy_out(src, pos, r->buf, std::min<uint64_t>(first, r->cap));
     if (first == total) finish(r);
     else a = Assembly{true, total, first, r, nullptr};
@@ -347,8 +441,14 @@ void P2P::take(uint32_t src, const Record& rec, uint64_t pos) {
   m->total = total;
   m->got = first;
   m->data.resize(total);
-  copy_out(src, pos, m->data.data(), first);
-  if (first < total) a = Assembly{true, total, first, nullptr, m.get()};
+  if (rec.kind == RTS) {
+    // Unexpected: copied now, into the heap, so that the sender need not
+    // wait for a receive (buffering stays unbounded, both ways at once too).
+    if (fetch(m->data.data(), total)) m->got = total;
+  } else {
+    copy_out(src, pos, m->data.data(), first);
+  }
+  if (m->got < total) a = Assembly{true, total, m->got, nullptr, m.get()};
   if (r) {
     // An improbe posted before the message came: it takes it.
     unpost(r);

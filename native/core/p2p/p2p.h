@@ -5,11 +5,18 @@
 // message travels through the sender's ring to the receiver as records:
 //   EAGER  the whole message, when it fits one record (kMaxPayload bytes);
 //   FRAG   the first chunk of a longer one, carrying its full length;
-//   CONT   the chunks that follow it, in order, right behind it.
+//   CONT   the chunks that follow it, in order, right behind it;
+//   RTS    a long message by single copy: the sender's buffer address and
+//          pid, from which the receiver copies it (transport::cma_read)
+//          once it is matched, or into the heap if it is unexpected;
+//   FIN    the receiver's answer to an RTS (the other way): copied, or
+//          refused, and then the sender streams it as CONT records.
 // A sender never interleaves two messages in one ring: sends to one
 // destination leave in the order they were made, and one waiting for room
-// holds back those after it. So a receiver needs no more reassembly state
-// than "the message this ring is in the middle of".
+// (or for its FIN) holds back those after it. So a receiver needs no more
+// reassembly state than "the message this ring is in the middle of". A FIN
+// is not a message: it goes between two messages, even past a send that
+// waits for its own FIN, so two ranks' RTS to each other never deadlock.
 //
 // The receiver drains every ring into matching (progress): a record that
 // starts a message goes to the first posted receive that matches it, in the
@@ -161,6 +168,7 @@ class P2P {
     bool stuck = false;
     uint64_t stuck_since = 0;
     std::deque<Send*> queue;  // sends waiting for room, in order
+    std::deque<Record*> control;  // FINs to write at the next message boundary
   };
 
   // All below: with mu_ held.
@@ -169,6 +177,12 @@ class P2P {
   void take(uint32_t src, const Record& rec, uint64_t pos);
   void copy_out(uint32_t src, uint64_t pos, uint8_t* to, size_t n);
   bool push(Send& s);
+  // Writes one record (header and payload) into the ring to `dst` if there
+  // is room; else marks the ring stuck (force: wake the receiver's thread).
+  bool put(uint32_t dst, const Record& rec, const void* payload, size_t n, bool& force);
+  bool single_copy(size_t bytes) const;
+  void answer(uint32_t src, uint64_t cookie, bool copied);
+  void finished_rts(uint32_t src, uint64_t cookie, bool copied);
   void push_queued();
   void ring_bell(uint32_t rank, bool force);
   Recv* match_posted(uint64_t key, int32_t source, int32_t tag);
@@ -198,6 +212,10 @@ class P2P {
   transport::Doorbell* bell_;
   transport::WaitPolicy policy_;
   transport::Liveness live_;
+  const int32_t pid_;
+  const bool rts_;          // single copy is allowed in this job
+  const bool rts_refused_;  // NODEMPI_CMA=fallback: every copy refused
+  const size_t rts_min_;
 
   std::mutex mu_;
   std::vector<Out> out_;              // by destination world rank
@@ -212,7 +230,8 @@ class P2P {
   std::list<std::unique_ptr<Send>> nb_sends_;  // nonblocking sends in flight
   std::function<void(const std::shared_ptr<progress::Op>&)> sink_;
 
-  size_t queued_ = 0;  // sends waiting in out_[*].queue
+  size_t queued_ = 0;  // sends and FINs waiting in out_[*]
+  uint64_t next_cookie_ = 1;
   std::thread thread_;
   std::atomic<bool> stop_{false};
   bool thread_listening_ = false;  // the thread counts in the doorbell's sleepers (mu_)
