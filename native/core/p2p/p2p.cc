@@ -744,8 +744,9 @@ void P2P::recv(const Match& m, void* buf, size_t cap, const Watch& w, Status& st
   r.buf = static_cast<uint8_t*>(buf);
   r.cap = cap;
   r.watch = w;
+  // What waits unexpected came first; anything still in the rings is
+  // later, and meets the posted receive (one copy, straight from the ring).
   std::unique_lock<std::mutex> lk(mu_);
-  progress();
   auto it = find_unexpected(m);
   if (it != unexpected_.end()) {
     std::unique_ptr<Msg> msg = std::move(*it);
@@ -771,7 +772,7 @@ void P2P::irecv(const Match& m, void* buf, size_t cap, const Watch& w, Report re
   r->report = std::move(rep);
   std::lock_guard<std::mutex> lk(mu_);
   r->self = nb_recvs_.insert(nb_recvs_.end(), std::move(owned));
-  progress();
+  // As recv; the rings are drained by whoever waits for or tests it.
   auto it = find_unexpected(m);
   if (it != unexpected_.end()) {
     std::unique_ptr<Msg> msg = std::move(*it);
@@ -831,7 +832,6 @@ void P2P::improbe(const Match& m, const Watch& w, Report rep) {
   r->report = std::move(rep);
   std::lock_guard<std::mutex> lk(mu_);
   r->self = nb_recvs_.insert(nb_recvs_.end(), std::move(owned));
-  progress();
   auto it = find_unexpected(m);
   if (it != unexpected_.end()) {
     const uint64_t handle = next_handle_++;
