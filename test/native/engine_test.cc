@@ -393,6 +393,7 @@ void test_external() {
   t.join();
   CHECK(ca.done && ca.error == ErrorClass::TRUNCATE && ca.message == "recv: too long");
   CHECK(ca.keep.get() == kept.get());
+  CHECK(ca.external);
   CHECK(wakes.load() >= 1);  // completed off the main thread: the loop is woken
   CHECK(!engine.has_requests());
 
