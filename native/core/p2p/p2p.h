@@ -112,7 +112,7 @@ class P2P {
   // The progress thread: drains the rings while this rank is elsewhere
   // (JavaScript). It sleeps on the doorbell; it asks senders to wake it
   // only while nonblocking requests are in flight, and is otherwise woken
-  // only by a sender that finds a ring full.
+  // only by a sender that finds a ring full or asks for a single copy.
   void start_thread();
   void stop_thread();
 
