@@ -15,6 +15,7 @@ import { hostname } from 'node:os';
 import type { Backend, InterRequest, Made, MadeInter } from '../backend.js';
 import type { InterMembers, Members } from '../coll/backend.js';
 import { shm as collectives } from '../coll/shm.js';
+import { shmP2P } from '../p2p/shm.js';
 import { UNDEFINED } from '../constants.js';
 import { fail, MPIError } from '../errors.js';
 import { native } from '../native.js';
@@ -203,6 +204,7 @@ const backend: Backend = {
   },
 
   collectives,
+  p2p: shmP2P,
 };
 
 let watching = false;

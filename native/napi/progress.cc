@@ -67,7 +67,8 @@ Napi::Value outcome(Napi::Env env, const progress::Completion& c, const UserOp* 
 }
 
 Napi::Value outcome(Napi::Env env, const progress::Completion& c) {
-  return outcome(env, c, static_cast<const UserOp*>(c.keep.get()));
+  // An external request's keep is its owner's (point-to-point's views).
+  return outcome(env, c, c.external ? nullptr : static_cast<const UserOp*>(c.keep.get()));
 }
 
 // Operations at least this large wake their lane's thread at once, so they
@@ -119,6 +120,15 @@ Mode mode_arg(const Napi::CallbackInfo& info) {
 }
 
 Progress* progress_for(Napi::Env env) { return &progress_of(env); }
+
+progress::Engine& engine_for(Napi::Env env) { return progress_of(env).engine; }
+
+std::shared_ptr<progress::Op> add_external(Napi::Env env, std::shared_ptr<void> keep) {
+  Progress& p = progress_of(env);
+  std::shared_ptr<progress::Op> op = p.engine.add_external(std::move(keep));
+  ref_loop(env, p);
+  return op;
+}
 
 bool on_main_thread(const Progress* p) { return p->engine.on_main_thread(); }
 

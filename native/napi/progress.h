@@ -16,6 +16,11 @@
 
 #include "napi/user_op.h"
 
+namespace nodempi::progress {
+class Engine;
+struct Op;
+}  // namespace nodempi::progress
+
 namespace nodempi::napi {
 
 // A collective with its arguments bound: `body` runs the core algorithm.
@@ -72,6 +77,13 @@ Progress* progress_for(Napi::Env env);
 bool on_main_thread(const Progress* p);
 // From a progress thread: runs fn on the main thread and returns when it has.
 void run_on_main(Progress* p, std::function<void()> fn);
+
+// The engine of this environment (created on first use; main thread).
+progress::Engine& engine_for(Napi::Env env);
+// Registers a request that completes outside the lanes (point-to-point,
+// napi/p2p_binding.cc) and keeps the event loop alive until it is
+// delivered; `keep` is released on the main thread then.
+std::shared_ptr<progress::Op> add_external(Napi::Env env, std::shared_ptr<void> keep);
 
 // Releases the engine at finalize. Lanes with operations still in flight
 // are left running (the process is ending; joining them could hang).

@@ -75,6 +75,9 @@ void release_job(Napi::Env env) {
     st.segment->header()->ranks[st.world_rank].leaving.store(1, std::memory_order_release);
     settle_progress(env, kUnwindMs);
   }
+  // Point-to-point's thread first: it completes requests in the engine
+  // and reads the segment.
+  stop_p2p(env);
   destroy_progress(env);
   st.finalized = true;
   if (st.keep_segment) {

@@ -14,6 +14,7 @@ namespace nodempi::napi {
 
 struct Progress;     // napi/progress.cc
 struct MpiBackend;   // napi/mpi_binding.cc
+struct P2pState;     // napi/p2p_binding.cc
 
 // The scratch a user function's views live in (napi/user_op.cc), one per
 // environment, kept between calls: creating external ArrayBuffers over the
@@ -76,6 +77,9 @@ struct State {
   // The system MPI library, once lib/ has opened it (shared_ptr: its type
   // is complete only in napi/mpi_binding.cc).
   std::shared_ptr<MpiBackend> mpi;
+  // Point-to-point, made at the first call (shared_ptr: its type is
+  // complete only in napi/p2p_binding.cc).
+  std::shared_ptr<P2pState> p2p;
 
   static State& of(Napi::Env env) { return *env.GetInstanceData<State>(); }
 };
@@ -89,5 +93,8 @@ void register_comm_mgmt(Napi::Env env, Napi::Object exports);
 void register_launcher(Napi::Env env, Napi::Object exports);
 void register_local(Napi::Env env, Napi::Object exports);
 void register_mpi(Napi::Env env, Napi::Object exports);
+void register_p2p(Napi::Env env, Napi::Object exports);
+// Stops point-to-point progress before the job is let go (napi/p2p_binding.cc).
+void stop_p2p(Napi::Env env);
 
 }  // namespace nodempi::napi

@@ -20,7 +20,10 @@
 //   8. settle: false while an operation cannot finish, true once it can;
 //      it also starts operations nobody kicked;
 //   9. retire_lane finishes what is queued, and the communicator can be
-//      used again; shutdown refuses while an operation runs.
+//      used again; shutdown refuses while an operation runs;
+//  10. external requests (point-to-point): completed by another thread, or
+//      by the hook that wait/wait_any/test/drain drive; delivered once with
+//      their kept object, alongside lane requests.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -369,6 +372,78 @@ void test_retire() {
   CHECK(busy.shutdown());
 }
 
+// ---- 10. External requests ------------------------------------------------
+
+void test_external() {
+  g_context = "external";
+  std::atomic<int> wakes{0};
+  Engine engine([&] { wakes.fetch_add(1); });
+  // Completed by another thread; no hook: wait() sleeps on the signal.
+  auto kept = std::make_shared<int>(3);
+  std::shared_ptr<Op> a = engine.add_external(kept);
+  CHECK(engine.has_requests());
+  CHECK(!engine.test(a->id).done);
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    a->error = ErrorClass::TRUNCATE;
+    a->message = "recv: too long";
+    engine.complete_external(a);
+  });
+  Completion ca = engine.wait(a->id);
+  t.join();
+  CHECK(ca.done && ca.error == ErrorClass::TRUNCATE && ca.message == "recv: too long");
+  CHECK(ca.keep.get() == kept.get());
+  CHECK(ca.external);
+  CHECK(wakes.load() >= 1);  // completed off the main thread: the loop is woken
+  CHECK(!engine.has_requests());
+
+  // A hook: wait() and test() drive it; op null is a poll.
+  std::vector<std::shared_ptr<Op>> ready;
+  int polls = 0, waits = 0;
+  engine.set_external_hook([&](const Op* op, uint64_t since) {
+    CHECK(op == nullptr || since > 0);
+    if (op) ++waits;
+    else ++polls;
+    // Every third call completes what is ready (as progress would).
+    if ((polls + waits) % 3 == 0) {
+      for (auto& r : ready) engine.complete_external(r);
+      ready.clear();
+    }
+  });
+  std::shared_ptr<Op> b = engine.add_external();
+  ready.push_back(b);
+  Completion cb = engine.wait(b->id);
+  CHECK(cb.done && cb.error == ErrorClass::SUCCESS);
+  CHECK(waits >= 1);
+  std::shared_ptr<Op> c = engine.add_external();
+  ready.push_back(c);
+  int tests = 0;
+  while (!engine.test(c->id).done) ++tests;
+  CHECK(tests >= 1 && polls >= 1);
+
+  // wait_any over a lane request that cannot finish yet and an external
+  // one the hook completes; drain delivers the external one.
+  Gate gate;
+  std::atomic<bool> started{false};
+  uint64_t lane_op = engine.submit(2, [&] {
+    started.store(true);
+    gate.pass();
+  }, true);
+  // On its lane's thread, so that wait_any does not run it here.
+  while (!started.load()) std::this_thread::yield();
+  std::shared_ptr<Op> d = engine.add_external();
+  ready.push_back(d);
+  CHECK_EQ(engine.wait_any({lane_op, d->id}), size_t(1));
+  std::vector<Completion> out;
+  engine.drain(out);
+  CHECK_EQ(out.size(), size_t(1));
+  CHECK(!out.empty() && out[0].id == d->id);
+  gate.open();
+  CHECK(engine.wait(lane_op).done);
+  CHECK(!engine.has_requests());
+  engine.set_external_hook({});
+}
+
 }  // namespace
 
 int main() {
@@ -381,5 +456,6 @@ int main() {
   test_may_run_now();
   test_settle();
   test_retire();
+  test_external();
   return test::summary("engine_test");
 }

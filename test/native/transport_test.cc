@@ -5,7 +5,8 @@
 // this process or forked children; this process plays the launcher.
 //
 // What it covers:
-//   1. Geometry: page-aligned parts, NODEMPI_SLOT_KB, the lane minimum;
+//   1. Geometry: page-aligned parts (point-to-point rings included),
+//      NODEMPI_SLOT_KB, the lane minimum;
 //   2. Segment: create (a memfd)/attach/close, the checks attach makes, a
 //      rank claimed once, the descriptor a successful attach closes, pids
 //      and the attach count;
@@ -86,7 +87,13 @@ void test_geometry() {
     CHECK(g.ctrl_offset >= sizeof(Header));
     CHECK(g.slots_offset >= g.ctrl_offset + sizeof(CtrlLine) * kContexts * n);
     // Slot sets belong to ranks: kSets of them each, mostly never touched.
-    CHECK_EQ(g.total_bytes, g.slots_offset + size_t(n) * kSets * 2 * g.half_bytes);
+    CHECK(g.doorbells_offset % 4096 == 0 && g.rings_offset % 4096 == 0);
+    CHECK(g.doorbells_offset >= g.slots_offset + size_t(n) * kSets * 2 * g.half_bytes);
+    // Point-to-point: a doorbell per rank, a ring per ordered pair, each
+    // ring on pages of its own.
+    CHECK(g.rings_offset >= g.doorbells_offset + sizeof(Doorbell) * n);
+    CHECK(g.ring_stride >= sizeof(Ring) && g.ring_stride % 4096 == 0);
+    CHECK_EQ(g.total_bytes, g.rings_offset + size_t(n) * n * g.ring_stride);
   }
   g_context = "geometry with NODEMPI_SLOT_KB";
   setenv("NODEMPI_SLOT_KB", "4", 1);

@@ -98,6 +98,12 @@ class Context {
   void begin();
   void end();
 
+  // World rank of a member, and the generation of the context's current
+  // use (point-to-point keys its messages with both id and generation).
+  uint32_t world_rank(uint32_t member) const { return world_ranks_[member]; }
+  const uint32_t* world_ranks() const { return world_ranks_.data(); }
+  uint32_t generation() const { return owner_.generation; }
+
   // Process id of a member, for single-copy transfers.
   int32_t pid(uint32_t member) const;
   // Set on every rank alike once a single-copy transfer has failed on any:

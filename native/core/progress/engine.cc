@@ -2,11 +2,21 @@
 
 #include <sched.h>
 
+#include <time.h>
+
 #include <chrono>
 
 namespace nodempi::progress {
 
 namespace {
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+bool is_done(const Op* op) { return op->state.load(std::memory_order_acquire) == Op::DONE; }
 
 // `op` null: nothing to report (not finished, or delivered before).
 Completion result(uint64_t id, bool done, const Op* op = nullptr) {
@@ -59,6 +69,34 @@ uint64_t Engine::enqueue(uint32_t comm, std::shared_ptr<Op> op, bool wake, std::
 
 uint64_t Engine::submit(uint32_t comm, std::function<void()> body, bool wake, std::shared_ptr<void> keep) {
   return enqueue(comm, make_op(std::move(body)), wake, std::move(keep));
+}
+
+std::shared_ptr<Op> Engine::add_external(std::shared_ptr<void> keep) {
+  auto op = std::make_shared<Op>();
+  op->id = next_id_++;
+  op->state.store(Op::RUNNING, std::memory_order_relaxed);
+  pending_.emplace(op->id, Request{op, std::move(keep), kExternal});
+  return op;
+}
+
+void Engine::complete_external(const std::shared_ptr<Op>& op) {
+  op->state.store(Op::DONE, std::memory_order_release);
+  completed();
+}
+
+// The main thread waits for an external op: the hook drives its progress
+// (and sleeps a little); calls progress threads hand over are served in
+// between.
+void Engine::wait_external(const Op* op) {
+  const uint64_t since = now_ns();
+  for (;;) {
+    uint32_t seen = signal_.value();
+    service_mail();
+    if (is_done(op)) return;
+    if (hook_) hook_(op, since);
+    else signal_.wait(seen, 1000 * 1000);
+    if (is_done(op)) return;
+  }
 }
 
 uint64_t Engine::add_template(uint32_t comm, std::function<void()> body, bool wake, std::shared_ptr<void> keep) {
@@ -168,6 +206,7 @@ void Engine::wait_done(Lane& lane, const Op* op) {
 Completion Engine::deliver(std::unordered_map<uint64_t, Request>::iterator it) {
   Completion c = result(it->first, true, it->second.op.get());
   c.keep = std::move(it->second.keep);
+  c.external = it->second.comm == kExternal;
   pending_.erase(it);
   return c;
 }
@@ -184,6 +223,10 @@ Completion Engine::test(uint64_t id) {
   service_mail();
   auto it = pending_.find(id);
   if (it == pending_.end()) return result(id, true);
+  if (it->second.comm == kExternal && hook_ && !is_done(it->second.op.get())) {
+    hook_(nullptr, 0);
+    // The hook runs no JavaScript and leaves pending_ alone: `it` stays valid.
+  }
   if (it->second.op->state.load(std::memory_order_acquire) != Op::DONE) {
     kick();
     // A test() loop must not starve the thread doing the work when ranks
@@ -204,7 +247,8 @@ Completion Engine::wait(uint64_t id) {
   const uint32_t comm = it->second.comm;
   kick(comm);
   in_wait_ = true;
-  wait_done(lane_of(comm), op.get());
+  if (comm == kExternal) wait_external(op.get());
+  else wait_done(lane_of(comm), op.get());
   in_wait_ = false;
   it = pending_.find(id);
   return it != pending_.end() ? deliver(it) : result(id, true, op.get());
@@ -213,22 +257,30 @@ Completion Engine::wait(uint64_t id) {
 size_t Engine::wait_any(const std::vector<uint64_t>& ids) {
   if (ids.empty()) return 0;
   kick();
+  const uint64_t since = now_ns();
   for (;;) {
     uint32_t seen = signal_.value();
     service_mail();
+    const Op* external = nullptr;
     for (size_t i = 0; i < ids.size(); ++i) {
       auto it = pending_.find(ids[i]);
-      if (it == pending_.end() || it->second.op->state.load(std::memory_order_acquire) == Op::DONE) return i;
+      if (it == pending_.end() || is_done(it->second.op.get())) return i;
+      if (!external && it->second.comm == kExternal) external = it->second.op.get();
     }
     // Let the first request's lane run here if its thread is idle.
     auto it = pending_.find(ids[0]);
-    if (lane_of(it->second.comm).help(it->second.op.get())) continue;
-    signal_.wait(seen, 1000 * 1000);
+    if (it->second.comm != kExternal && lane_of(it->second.comm).help(it->second.op.get())) continue;
+    // External requests progress here, a little at a time: a lane's
+    // completion raises the signal, which the hook does not watch, so it
+    // waits only about a millisecond per call.
+    if (external && hook_) hook_(external, since);
+    else signal_.wait(seen, 1000 * 1000);
   }
 }
 
 void Engine::drain(std::vector<Completion>& out) {
   service_mail();
+  if (hook_) hook_(nullptr, 0);
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (it->second.op->state.load(std::memory_order_acquire) == Op::DONE) {
       auto next = std::next(it);

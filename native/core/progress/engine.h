@@ -6,9 +6,14 @@
 // everything about ordering, waiting and waking lives here, so that it can
 // be tested and sanitised without Node (test/native/engine_test.cc).
 //
+// Besides the lanes' operations, the engine holds "external" requests
+// (point-to-point messages): they belong to no lane, something else
+// completes them, and while the main thread waits for one it drives that
+// something through a hook, so test/wait/wait_any/drain serve both kinds.
+//
 // Threads: the thread that constructs the engine is its main thread, and
-// every member function is for it, except on_main_thread() and
-// run_on_main(), which any thread may call.
+// every member function is for it, except on_main_thread(), run_on_main()
+// and complete_external(), which any thread may call.
 #pragma once
 #include <atomic>
 #include <climits>
@@ -38,6 +43,9 @@ struct Completion {
   // once the request is delivered: the caller releases it on the main
   // thread (a user op holds JavaScript references).
   std::shared_ptr<void> keep;
+  // An external request (add_external): `keep` is whatever its owner
+  // passed, not a lane operation's.
+  bool external = false;
 };
 
 class Engine {
@@ -60,6 +68,22 @@ class Engine {
   // next kick() (or a wait() runs it on the main thread): small requests
   // waited for at once spare a thread wake-up.
   uint64_t submit(uint32_t comm, std::function<void()> body, bool wake, std::shared_ptr<void> keep = {});
+  // An external request: registered, not run; whoever owns its work sets
+  // its error and message and calls complete_external(). The op's id is
+  // the request id.
+  std::shared_ptr<Op> add_external(std::shared_ptr<void> keep = {});
+  // Any thread: marks an external op done (error and message set before)
+  // and wakes whoever waits for it.
+  void complete_external(const std::shared_ptr<Op>& op);
+  // What drives external requests from the main thread. With op null: one
+  // round of progress, no waiting (test, drain). Otherwise: progress, and
+  // wait a little (at most about a millisecond) for op to complete;
+  // `since_ns` (CLOCK_MONOTONIC) is when the caller began waiting, so the
+  // hook can spin first and sleep later. Without a hook the main thread
+  // sleeps until a completion is signalled.
+  using ExternalHook = std::function<void(const Op* op, uint64_t since_ns)>;
+  void set_external_hook(ExternalHook hook) { hook_ = std::move(hook); }
+
   // A persistent request: stored, not run; returns its template id.
   uint64_t add_template(uint32_t comm, std::function<void()> body, bool wake, std::shared_ptr<void> keep = {});
   // Queues a new round of a template; returns its request id, or 0 when the
@@ -120,6 +144,8 @@ class Engine {
   bool shutdown();
 
  private:
+  // `comm` kExternal: an external request (no lane).
+  static constexpr uint32_t kExternal = UINT32_MAX;
   struct Request {
     std::shared_ptr<Op> op;
     std::shared_ptr<void> keep;
@@ -145,6 +171,7 @@ class Engine {
   void wait_done(Lane& lane, const Op* op);
   Completion deliver(std::unordered_map<uint64_t, Request>::iterator it);
   void completed();  // a lane's on_done
+  void wait_external(const Op* op);
 
   const std::thread::id main_ = std::this_thread::get_id();
   const std::function<void()> wake_;
@@ -157,6 +184,7 @@ class Engine {
   uint64_t next_id_ = 1;
   bool unkicked_ = false;  // some lane holds operations its thread was not woken for
   bool in_wait_ = false;   // the main thread is inside wait(), which reports its own completion
+  ExternalHook hook_;
   // Last: destroyed first, while what their threads use is still there.
   std::vector<std::unique_ptr<Lane>> lanes_;  // by communicator handle
 };

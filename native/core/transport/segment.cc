@@ -46,7 +46,13 @@ Geometry Geometry::for_ranks(uint32_t nranks) {
   g.ctrl_offset = round_up(sizeof(Header), kPage);
   size_t ctrl_bytes = sizeof(CtrlLine) * size_t(kContexts) * nranks;
   g.slots_offset = round_up(g.ctrl_offset + ctrl_bytes, kPage);
-  g.total_bytes = g.slots_offset + size_t(nranks) * kSets * 2 * g.half_bytes;
+  size_t slots_end = g.slots_offset + size_t(nranks) * kSets * 2 * g.half_bytes;
+  // Point-to-point: a ring per ordered pair. Like the slot sets these are
+  // holes until used: a pair that never talks costs no memory.
+  g.doorbells_offset = round_up(slots_end, kPage);
+  g.rings_offset = round_up(g.doorbells_offset + sizeof(Doorbell) * nranks, kPage);
+  g.ring_stride = round_up(sizeof(Ring), kPage);
+  g.total_bytes = g.rings_offset + size_t(nranks) * nranks * g.ring_stride;
   return g;
 }
 
@@ -54,7 +60,7 @@ Segment::Segment() = default;
 
 namespace {
 
-// The slot sets are mostly holes; a core dump need not write them out.
+// The slot sets and rings are mostly holes; a core dump need not write them out.
 void no_dump(void* base, const Geometry& geo) {
   madvise(static_cast<uint8_t*>(base) + geo.slots_offset, geo.total_bytes - geo.slots_offset, MADV_DONTDUMP);
 }
@@ -210,6 +216,16 @@ void Segment::release_context(uint32_t context) {
   if (context == 0 || context >= kContexts) return;
   ContextSlot& st = header_->contexts_state[context];
   if (st.members_left.fetch_sub(1, std::memory_order_acq_rel) == 1) st.in_use.store(0, std::memory_order_release);
+}
+
+Doorbell* Segment::doorbell(uint32_t rank) const {
+  auto* bells = reinterpret_cast<Doorbell*>(static_cast<uint8_t*>(base_) + geo_.doorbells_offset);
+  return &bells[rank];
+}
+
+Ring* Segment::ring(uint32_t src, uint32_t dst) const {
+  size_t index = size_t(src) * geo_.nranks + dst;
+  return reinterpret_cast<Ring*>(static_cast<uint8_t*>(base_) + geo_.rings_offset + index * geo_.ring_stride);
 }
 
 uint8_t* Segment::slot(uint32_t rank, uint32_t set, uint32_t half) const {

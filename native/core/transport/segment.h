@@ -5,6 +5,8 @@
 //   Header          magic, version, world size, pids, liveness, abort state
 //   control lines   [context][member] one 128-byte CtrlLine each
 //   slot sets       [set][world rank] two halves of `half_bytes` each
+//   doorbells       [world rank] one Doorbell each (point-to-point)
+//   rings           [src][dst] one Ring per ordered pair of world ranks
 //
 // A communicator costs its members one control line each; data moves
 // through slot sets that belong to ranks, not to communicators. A rank
@@ -29,7 +31,7 @@
 namespace nodempi::transport {
 
 constexpr uint64_t kMagic = 0x69706d65646f6e31ull;  // "1nodempi"
-constexpr uint32_t kVersion = 4;
+constexpr uint32_t kVersion = 5;
 constexpr uint32_t kMaxRanks = 256;
 constexpr uint32_t kContexts = 4096;  // COMM_WORLD is context 0; the rest are a pool
 constexpr uint32_t kSets = kContexts;  // slot sets per rank
@@ -111,12 +113,55 @@ struct alignas(kCacheLine) Header {
   alignas(kCacheLine) Outbox outboxes[kMaxRanks];
 };
 
+// Point-to-point (core/p2p): what a rank's senders ring after writing into
+// one of its rings. `seq` only ever grows; a thread waiting for messages
+// watches it. `sleepers` counts the threads asleep on `seq` that want to be
+// woken, so a sender pays a futex wake only when one is: a receiver that
+// spins or yields costs its senders no system call. `urgent` is where the
+// rank's progress thread sleeps while it has no nonblocking request in
+// flight: only a sender that finds a ring full (or the rank itself, with
+// new work) moves it and wakes the thread, so ordinary messages never wake
+// an idle thread. Two cache lines, so the adjacent-line prefetcher does
+// not couple two ranks' doorbells.
+struct alignas(kCacheLine) Doorbell {
+  std::atomic<uint32_t> seq;
+  std::atomic<uint32_t> sleepers;
+  std::atomic<uint32_t> urgent;
+  char pad[2 * kCacheLine - 3 * sizeof(std::atomic<uint32_t>)];
+};
+static_assert(sizeof(Doorbell) == 2 * kCacheLine, "Doorbell must be two cache lines");
+
+// Bytes of data in one point-to-point ring (a power of two).
+constexpr size_t kRingBytes = 64 * 1024;
+
+// A single-producer single-consumer byte ring from one world rank to
+// another. `head` and `tail` count bytes since the job began (never
+// wrapped; the offset into `data` is the count modulo kRingBytes). Only
+// the sender writes `head`, only the receiver `tail`: each on its own line,
+// so neither's writes take the other's line away. `stuck` is set by a
+// sender that found no room and waits for some; the receiver, after it has
+// made room, rings the sender's doorbell when it is set. Its own line too:
+// the sender writes it only on that slow path, the receiver reads it after
+// every drain.
+struct alignas(kCacheLine) Ring {
+  std::atomic<uint64_t> head;
+  char pad0[kCacheLine - sizeof(std::atomic<uint64_t>)];
+  alignas(kCacheLine) std::atomic<uint64_t> tail;
+  char pad1[kCacheLine - sizeof(std::atomic<uint64_t>)];
+  alignas(kCacheLine) std::atomic<uint32_t> stuck;
+  char pad2[2 * kCacheLine - sizeof(std::atomic<uint32_t>)];
+  alignas(kCacheLine) uint8_t data[kRingBytes];
+};
+
 // Sizes for a job of `nranks` ranks.
 struct Geometry {
   uint32_t nranks;
   size_t half_bytes;
   size_t ctrl_offset;
   size_t slots_offset;
+  size_t doorbells_offset;
+  size_t rings_offset;
+  size_t ring_stride;  // a Ring rounded up to whole pages
   size_t total_bytes;
   static Geometry for_ranks(uint32_t nranks);
 };
@@ -154,6 +199,9 @@ class Segment {
   void release_context(uint32_t context);
   // Half `half` of slot set `set` of world rank `rank`.
   uint8_t* slot(uint32_t rank, uint32_t set, uint32_t half) const;
+  // The doorbell of world rank `rank`, and the ring from `src` to `dst`.
+  Doorbell* doorbell(uint32_t rank) const;
+  Ring* ring(uint32_t src, uint32_t dst) const;
   // This rank's slot sets (null in the launcher's mapping).
   SlotSets* sets() const { return sets_.get(); }
   uint32_t rank() const { return rank_; }

@@ -1,0 +1,871 @@
+#include "core/p2p/p2p.h"
+
+#include "core/transport/cma.h"
+
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define NODEMPI_P2P_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define NODEMPI_P2P_RELAX() asm volatile("yield" ::: "memory")
+#else
+#define NODEMPI_P2P_RELAX() std::atomic_signal_fence(std::memory_order_seq_cst)
+#endif
+
+namespace nodempi::p2p {
+
+// A record's header; its payload follows, and the next record starts at the
+// next multiple of 8 bytes.
+struct Record {
+  uint32_t kind;
+  int32_t source;   // the sender's rank in its group
+  uint64_t key;     // the communicator (Match::key)
+  int32_t tag;
+  uint32_t payload; // bytes of payload in this record
+  uint64_t total;   // bytes of the whole message
+};
+static_assert(sizeof(Record) == 32, "a record header is 32 bytes");
+
+namespace {
+
+enum Kind : uint32_t { EAGER = 1, FRAG = 2, CONT = 3, RTS = 4, FIN = 5 };
+
+// The payload of an RTS. A FIN has none: its `key` is the cookie and its
+// `tag` 1 when the message was copied, 0 when the copy was refused.
+struct RtsBody {
+  uint64_t addr;
+  uint64_t cookie;
+  int32_t pid;
+  uint32_t pad;
+};
+
+constexpr size_t kMask = transport::kRingBytes - 1;
+static_assert((transport::kRingBytes & kMask) == 0, "the ring size is a power of two");
+
+// A sleeping waiter looks at its peers' liveness this often.
+constexpr long kSliceNs = 20 * 1000 * 1000;
+// A sender still stuck on a full ring wakes the receiver's thread again
+// this often, in case the first wake-up came just before that thread slept.
+constexpr uint64_t kRewakeNs = 10 * 1000 * 1000;
+
+size_t record_bytes(size_t payload) { return (sizeof(Record) + payload + 7) & ~size_t(7); }
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+// Shared between processes: not FUTEX_PRIVATE.
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, long timeout_ns) {
+  timespec ts{timeout_ns / 1000000000, timeout_ns % 1000000000};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+void futex_wake_all(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+void copy_in(transport::Ring* ring, uint64_t pos, const void* from, size_t n) {
+  if (n == 0) return;  // `from` may be null then
+  size_t off = pos & kMask, first = std::min(n, transport::kRingBytes - off);
+  std::memcpy(ring->data + off, from, first);
+  if (n > first) std::memcpy(ring->data, static_cast<const uint8_t*>(from) + first, n - first);
+}
+
+bool matches(const Match& m, uint64_t key, int32_t source, int32_t tag) {
+  return m.key == key && (m.source == kAnySource || m.source == source) && (m.tag == kAnyTag || m.tag == tag);
+}
+
+}  // namespace
+
+struct P2P::Recv {
+  Match m{};
+  uint8_t* buf = nullptr;
+  size_t cap = 0;
+  const char* what = "recv";
+  bool probe = false;  // improbe: the message goes to probed_, not to buf
+  Watch watch;
+  std::vector<uint32_t> watch_copy;  // nonblocking: what `watch` points into
+  bool nonblocking = false;
+  Report report;
+  std::list<std::unique_ptr<Recv>>::iterator self;  // nonblocking: in nb_recvs_
+  // Matched:
+  Status st;
+  uint64_t total = 0;
+  bool done = false;
+  ErrorClass error = ErrorClass::SUCCESS;
+  std::string message;
+  // Posted:
+  bool posted = false;
+  Recv* prev = nullptr;
+  Recv* next = nullptr;
+};
+
+struct P2P::Msg {
+  uint64_t key;
+  int32_t source;
+  int32_t tag;
+  uint32_t from;  // the sender's world rank (its ring)
+  uint64_t total;
+  uint64_t got;
+  std::vector<uint8_t> data;
+};
+
+struct P2P::Send {
+  Send(uint64_t key, int32_t source, int32_t tag, uint32_t dst, const void* buf, uint64_t total)
+      : key(key), source(source), tag(tag), dst(dst), buf(static_cast<const uint8_t*>(buf)), total(total) {}
+  uint64_t key;
+  int32_t source;
+  int32_t tag;
+  uint32_t dst;
+  const uint8_t* buf;
+  uint64_t total;
+  uint64_t sent = 0;
+  bool started = false;
+  bool awaiting = false;  // its RTS is out; its FIN has not come
+  uint64_t cookie = 0;
+  bool done = false;
+  bool nonblocking = false;
+  Report report;
+  std::list<std::unique_ptr<Send>>::iterator self;  // nonblocking: in nb_sends_
+};
+
+P2P::P2P(transport::Segment* seg, uint32_t self)
+    : seg_(seg),
+      self_(self),
+      nranks_(seg->geometry().nranks),
+      bell_(seg->doorbell(self)),
+      policy_(transport::WaitPolicy::for_job(seg->geometry().nranks)),
+      live_(seg->header(), self),
+      pid_(int32_t(getpid())),
+      rts_(transport::cma_mode(seg->geometry().nranks) != transport::CmaMode::OFF),
+      rts_refused_(transport::cma_mode(seg->geometry().nranks) == transport::CmaMode::FALLBACK),
+      rts_min_(std::max(transport::cma_min_bytes(), kMaxPayload + 1)),
+      out_(nranks_),
+      in_tail_(nranks_),
+      assembly_(nranks_) {
+  // Rings are never reset: a rank continues from what its peers posted
+  // (nothing, in a new job; the segment starts zeroed).
+  for (uint32_t r = 0; r < nranks_; ++r) {
+    in_tail_[r] = seg_->ring(r, self_)->tail.load(std::memory_order_acquire);
+    out_[r].head = seg_->ring(self_, r)->head.load(std::memory_order_acquire);
+    out_[r].tail_seen = seg_->ring(self_, r)->tail.load(std::memory_order_acquire);
+  }
+}
+
+P2P::~P2P() {
+  stop_thread();
+  for (Out& o : out_) {
+    for (Record* r : o.control) delete r;
+  }
+}
+
+void P2P::set_sink(std::function<void(const std::shared_ptr<progress::Op>&)> sink) {
+  std::lock_guard<std::mutex> lk(mu_);
+  sink_ = std::move(sink);
+}
+
+void P2P::start_thread() {
+  if (thread_.joinable()) return;
+  stop_.store(false, std::memory_order_release);
+  thread_ = std::thread([this] { thread_main(); });
+}
+
+void P2P::stop_thread() {
+  if (!thread_.joinable()) return;
+  stop_.store(true, std::memory_order_release);
+  bell_->urgent.fetch_add(1, std::memory_order_acq_rel);
+  bell_->seq.fetch_add(1, std::memory_order_acq_rel);
+  futex_wake_all(&bell_->urgent);
+  futex_wake_all(&bell_->seq);
+  thread_.join();
+}
+
+size_t P2P::in_flight() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return nb_recvs_.size() + nb_sends_.size();
+}
+
+// ---- Rings ------------------------------------------------------------------
+
+void P2P::ring_bell(uint32_t rank, bool force) {
+  transport::Doorbell* b = seg_->doorbell(rank);
+  b->seq.fetch_add(1, std::memory_order_release);
+  if (force) {
+    b->urgent.fetch_add(1, std::memory_order_release);
+    futex_wake_all(&b->urgent);
+  }
+  // Pairs with a sleeper's increment and re-check (pause()): either it sees
+  // the new seq, or this sees it counted and wakes it.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (b->sleepers.load(std::memory_order_relaxed) != 0) futex_wake_all(&b->seq);
+}
+
+void P2P::copy_out(uint32_t src, uint64_t pos, uint8_t* to, size_t n) {
+  if (n == 0) return;  // `to` may be null then
+  const transport::Ring* ring = seg_->ring(src, self_);
+  size_t off = pos & kMask, first = std::min(n, transport::kRingBytes - off);
+  std::memcpy(to, ring->data + off, first);
+  if (n > first) std::memcpy(to + first, ring->data, n - first);
+}
+
+bool P2P::single_copy(size_t bytes) const { return rts_ && bytes >= rts_min_; }
+
+bool P2P::put(uint32_t dst, const Record& rec, const void* payload, size_t n, bool& force) {
+  transport::Ring* ring = seg_->ring(self_, dst);
+  Out& o = out_[dst];
+  const size_t len = record_bytes(n);
+  auto room = [&] {
+    if (o.head - o.tail_seen + len <= transport::kRingBytes) return true;
+    o.tail_seen = ring->tail.load(std::memory_order_acquire);
+    return o.head - o.tail_seen + len <= transport::kRingBytes;
+  };
+  if (!room()) {
+    // 1. Ask the receiver to ring back once it has made room; 2. look
+    //    again (it may have drained meanwhile); 3. wake its progress
+    //    thread, which drains even while the receiver runs JavaScript.
+    const uint64_t now = now_ns();
+    bool again = false;
+    if (!o.stuck) {
+      o.stuck = true;
+      o.stuck_since = now;
+      ring->stuck.store(1, std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      force = true;
+      again = room();
+    } else if (now - o.stuck_since >= kRewakeNs) {
+      o.stuck_since = now;
+      force = true;
+    }
+    if (!again) return false;
+  }
+  copy_in(ring, o.head, &rec, sizeof rec);
+  copy_in(ring, o.head + sizeof rec, payload, n);
+  o.head += len;
+  ring->head.store(o.head, std::memory_order_release);
+  return true;
+}
+
+// Writes as much of `s` as the ring to its destination has room for, one
+// record per chunk, each published at once so the receiver can start on it;
+// or, for a long message where single copy is allowed, one RTS. True once
+// the whole message is in (or, by single copy, taken).
+bool P2P::push(Send& s) {
+  Out& o = out_[s.dst];
+  bool wrote = false, force = false;
+  if (!s.started && single_copy(s.total)) {
+    Record rec{RTS, s.source, s.key, s.tag, uint32_t(sizeof(RtsBody)), s.total};
+    s.cookie = next_cookie_++;
+    RtsBody body{reinterpret_cast<uint64_t>(s.buf), s.cookie, pid_, 0};
+    if (put(s.dst, rec, &body, sizeof body, force)) {
+      s.started = true;
+      s.awaiting = true;
+      // The receiver may be in JavaScript for a while: its thread takes the
+      // copy, so that this sender does not wait for it (a system call, on
+      // messages long enough not to notice).
+      force = true;
+      wrote = true;
+    }
+  }
+  while (!s.awaiting && (!s.started || s.sent < s.total)) {
+    const uint64_t chunk = std::min<uint64_t>(s.total - s.sent, kMaxPayload);
+    Record rec{s.started ? CONT : (s.total <= kMaxPayload ? EAGER : FRAG), s.source, s.key, s.tag,
+               uint32_t(chunk), s.total};
+    if (!put(s.dst, rec, s.buf + s.sent, chunk, force)) break;
+    s.started = true;
+    s.sent += chunk;
+    wrote = true;
+  }
+  const bool whole = s.started && !s.awaiting && s.sent == s.total;
+  if (whole && o.stuck) {
+    o.stuck = false;
+    seg_->ring(self_, s.dst)->stuck.store(0, std::memory_order_relaxed);
+  }
+  if (wrote || force) ring_bell(s.dst, force);
+  return whole;
+}
+
+// Queues a FIN for the RTS `cookie` of world rank `src`.
+void P2P::answer(uint32_t src, uint64_t cookie, bool copied) {
+  auto* rec = new Record{FIN, 0, cookie, copied ? 1 : 0, 0, 0};
+  out_[src].control.push_back(rec);
+  ++queued_;
+}
+
+// The FIN of the RTS `cookie` this rank sent `src`: that send is the first
+// of its queue to `src` (it holds back the others).
+void P2P::finished_rts(uint32_t src, uint64_t cookie, bool copied) {
+  std::deque<Send*>& q = out_[src].queue;
+  if (q.empty() || !q.front()->awaiting || q.front()->cookie != cookie) return;
+  Send* s = q.front();
+  s->awaiting = false;
+  // Refused: the message goes through the ring after all, as the CONT
+  // records the receiver now waits for.
+  s->sent = copied ? s->total : 0;
+}
+
+void P2P::push_queued() {
+  if (queued_ == 0) return;
+  for (uint32_t d = 0; d < nranks_; ++d) {
+    Out& o = out_[d];
+    for (;;) {
+      // A FIN goes between messages: none is half written, or the one that
+      // is waits for a FIN itself.
+      const bool boundary = o.queue.empty() || !o.queue.front()->started || o.queue.front()->awaiting;
+      if (!o.control.empty() && boundary) {
+        bool force = false;
+        if (!put(d, *o.control.front(), nullptr, 0, force)) {
+          if (force) ring_bell(d, true);
+          break;
+        }
+        delete o.control.front();
+        o.control.pop_front();
+        --queued_;
+        ring_bell(d, false);
+        continue;
+      }
+      if (o.queue.empty() || !push(*o.queue.front())) break;
+      Send* s = o.queue.front();
+      o.queue.pop_front();
+      --queued_;
+      if (s->nonblocking) complete_send(s, ErrorClass::SUCCESS, {});
+      else s->done = true;
+    }
+  }
+}
+
+// Takes every record in the ring from `src` into matching. A record that no
+// sender writes (a length out of bounds) drops the rest of what is there.
+bool P2P::drain(uint32_t src) {
+  transport::Ring* ring = seg_->ring(src, self_);
+  uint64_t t = in_tail_[src];
+  const uint64_t h = ring->head.load(std::memory_order_acquire);
+  if (h == t) return false;
+  if (h - t > transport::kRingBytes) {
+    t = h;
+  }
+  while (t != h) {
+    Record rec;
+    if (h - t < sizeof rec) {
+      t = h;
+      break;
+    }
+    copy_out(src, t, reinterpret_cast<uint8_t*>(&rec), sizeof rec);
+    const size_t len = record_bytes(rec.payload);
+    const bool sane = rec.payload <= kMaxPayload && len <= h - t && rec.kind >= EAGER && rec.kind <= FIN &&
+                      (rec.kind != FRAG || rec.total > rec.payload) &&
+                      (rec.kind != RTS || rec.payload == sizeof(RtsBody)) && (rec.kind != FIN || rec.payload == 0);
+    if (!sane) {
+      t = h;
+      break;
+    }
+    take(src, rec, t + sizeof rec);
+    t += len;
+  }
+  in_tail_[src] = t;
+  ring->tail.store(t, std::memory_order_release);
+  // Pairs with the sender's store of `stuck` and re-read of the tail.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (ring->stuck.load(std::memory_order_relaxed)) ring_bell(src, false);
+  return true;
+}
+
+// One record from the ring of world rank `src`, its payload at `pos`.
+void P2P::take(uint32_t src, const Record& rec, uint64_t pos) {
+  Assembly& a = assembly_[src];
+  if (rec.kind == CONT) {
+    if (!a.active) return;  // no message is in progress: not from a sender of ours
+    const uint64_t n = std::min<uint64_t>(rec.payload, a.total - a.got);
+    if (a.recv && a.got < a.recv->cap) {
+      copy_out(src, pos, a.recv->buf + a.got, std::min<uint64_t>(n, a.recv->cap - a.got));
+    } else if (a.msg) {
+      copy_out(src, pos, a.msg->data.data() + a.got, n);
+    }
+    a.got += n;
+    if (a.msg) a.msg->got = a.got;
+    if (a.got == a.total) {
+      Recv* r = a.recv;
+      a = Assembly{};
+      if (r) finish(r);
+    }
+    return;
+  }
+  if (rec.kind == FIN) {
+    finished_rts(src, rec.key, rec.tag == 1);
+    return;
+  }
+  // A new message. Only a broken record stream can leave one unfinished
+  // here; its remaining bytes are dropped.
+  a = Assembly{};
+  RtsBody body{};
+  if (rec.kind == RTS) copy_out(src, pos, reinterpret_cast<uint8_t*>(&body), sizeof body);
+  // Single copy from the sender's buffer; refused, the sender streams it.
+  auto fetch = [&](uint8_t* to, uint64_t n) {
+    bool copied = !rts_refused_ && transport::cma_read(body.pid, to, reinterpret_cast<const void*>(body.addr), n);
+    answer(src, body.cookie, copied);
+    return copied;
+  };
+  const uint64_t total = rec.kind == EAGER ? rec.payload : rec.total;
+  const uint64_t first = rec.kind == RTS ? 0 : rec.payload;
+  Recv* r = match_posted(rec.key, rec.source, rec.tag);
+  if (r && !r->probe) {
+    unpost(r);
+    r->st.source = rec.source;
+    r->st.tag = rec.tag;
+    r->total = total;
+    if (rec.kind == RTS) {
+      if (fetch(r->buf, std::min<uint64_t>(total, r->cap))) finish(r);
+      else a = Assembly{true, total, 0, r, nullptr};
+      return;
+    }
+    copy_out(src, pos, r->buf, std::min<uint64_t>(first, r->cap));
+    if (first == total) finish(r);
+    else a = Assembly{true, total, first, r, nullptr};
+    return;
+  }
+  auto m = std::make_unique<Msg>();
+  m->key = rec.key;
+  m->source = rec.source;
+  m->tag = rec.tag;
+  m->from = src;
+  m->total = total;
+  m->got = first;
+  m->data.resize(total);
+  if (rec.kind == RTS) {
+    // Unexpected: copied now, into the heap, so that the sender need not
+    // wait for a receive (buffering stays unbounded, both ways at once too).
+    if (fetch(m->data.data(), total)) m->got = total;
+  } else {
+    copy_out(src, pos, m->data.data(), first);
+  }
+  if (m->got < total) a = Assembly{true, total, m->got, nullptr, m.get()};
+  if (r) {
+    // An improbe posted before the message came: it takes it.
+    unpost(r);
+    const uint64_t handle = next_handle_++;
+    r->st = Status{m->source, m->tag, m->total, handle};
+    r->total = m->total;
+    probed_.emplace(handle, std::move(m));
+    finish(r);
+    return;
+  }
+  unexpected_.push_back(std::move(m));
+}
+
+void P2P::progress() {
+  for (uint32_t src = 0; src < nranks_; ++src) drain(src);
+  push_queued();
+}
+
+// ---- Matching ---------------------------------------------------------------
+
+P2P::Recv* P2P::match_posted(uint64_t key, int32_t source, int32_t tag) {
+  for (Recv* r = posted_head_; r; r = r->next) {
+    if (matches(r->m, key, source, tag)) return r;
+  }
+  return nullptr;
+}
+
+std::list<std::unique_ptr<P2P::Msg>>::iterator P2P::find_unexpected(const Match& m) {
+  return std::find_if(unexpected_.begin(), unexpected_.end(),
+                      [&](const std::unique_ptr<Msg>& u) { return matches(m, u->key, u->source, u->tag); });
+}
+
+void P2P::post(Recv* r) {
+  r->posted = true;
+  r->prev = posted_tail_;
+  r->next = nullptr;
+  if (posted_tail_) posted_tail_->next = r;
+  else posted_head_ = r;
+  posted_tail_ = r;
+}
+
+void P2P::unpost(Recv* r) {
+  if (!r->posted) return;
+  if (r->prev) r->prev->next = r->next;
+  else posted_head_ = r->next;
+  if (r->next) r->next->prev = r->prev;
+  else posted_tail_ = r->prev;
+  r->posted = false;
+  r->prev = r->next = nullptr;
+}
+
+// `r` gives up: out of the posted queue, and a message it was receiving
+// has its remaining bytes dropped.
+void P2P::abandon(Recv* r) {
+  unpost(r);
+  for (Assembly& a : assembly_) {
+    if (a.recv == r) a.recv = nullptr;
+  }
+}
+
+// Receive `r` takes message `m` (from the unexpected queue or an mprobe):
+// the bytes that are there now, and the rest straight from the ring. True
+// when `r` has finished (a nonblocking r is then gone).
+bool P2P::bind(std::unique_ptr<Msg> m, Recv* r) {
+  r->st.source = m->source;
+  r->st.tag = m->tag;
+  r->total = m->total;
+  const size_t n = std::min<uint64_t>(m->got, r->cap);
+  if (n) std::memcpy(r->buf, m->data.data(), n);
+  if (m->got == m->total) {
+    finish(r);
+    return true;
+  }
+  Assembly& a = assembly_[m->from];
+  a.recv = r;
+  a.msg = nullptr;
+  return false;
+}
+
+// `r` has its whole message (or has failed, error set): the status, a
+// truncation, and for a nonblocking one the report, after which it is gone.
+void P2P::finish(Recv* r) {
+  r->done = true;
+  if (r->error == ErrorClass::SUCCESS) {
+    if (r->probe) {
+      r->st.bytes = r->total;
+    } else {
+      r->st.bytes = std::min<uint64_t>(r->total, r->cap);
+      if (r->total > r->cap) {
+        r->error = ErrorClass::TRUNCATE;
+        r->message = std::string(r->what) + ": the message has " + std::to_string(r->total) +
+                     " bytes but the receive buffer holds " + std::to_string(r->cap);
+      }
+    }
+  }
+  if (!r->nonblocking) return;
+  Report rep = std::move(r->report);
+  if (rep.status) {
+    rep.status[0] = r->st.source;
+    rep.status[1] = r->st.tag;
+    rep.status[2] = double(r->st.bytes);
+    rep.status[3] = double(r->st.handle);
+  }
+  rep.op->error = r->error;
+  rep.op->message = std::move(r->message);
+  nb_recvs_.erase(r->self);
+  if (sink_) sink_(rep.op);
+}
+
+void P2P::complete_send(Send* s, ErrorClass e, const std::string& message) {
+  Report rep = std::move(s->report);
+  rep.op->error = e;
+  rep.op->message = message;
+  nb_sends_.erase(s->self);
+  if (sink_) sink_(rep.op);
+}
+
+// ---- Waiting ----------------------------------------------------------------
+
+std::string P2P::failure(const Watch& w) const {
+  if (w.count == 1) return live_.failure(w.ranks[0]);
+  // ANY_SOURCE: the job as a whole, then whether anyone is left to send.
+  std::string job = live_.failure(self_);
+  if (!job.empty()) return job;
+  std::string first;
+  for (uint32_t i = 0; i < w.count; ++i) {
+    if (w.ranks[i] == self_) return {};
+    std::string f = live_.failure(w.ranks[i]);
+    if (f.empty()) return {};
+    if (first.empty()) first = f;
+  }
+  if (first.empty()) return {};
+  return "no rank that could send the message is left (" + first + ")";
+}
+
+bool P2P::pause(uint32_t seen, uint64_t since_ns, long max_sleep_ns) {
+  const uint64_t waited = now_ns() - since_ns;
+  // 1. Spin: a peer on another core usually sends within microseconds.
+  if (waited < policy_.spin_ns) {
+    for (int i = 0; i < 256; ++i) {
+      NODEMPI_P2P_RELAX();
+      if (bell_->seq.load(std::memory_order_acquire) != seen) return false;
+    }
+    return false;
+  }
+  // 2. Yield: lets an oversubscribed peer run, still without a futex.
+  if (waited < uint64_t(policy_.spin_ns) + policy_.yield_ns) {
+    sched_yield();
+    return false;
+  }
+  // 3. Sleep, counted in the doorbell's sleepers so senders wake us.
+  bell_->sleepers.fetch_add(1, std::memory_order_seq_cst);
+  if (bell_->seq.load(std::memory_order_seq_cst) == seen) {
+    futex_wait(&bell_->seq, seen, std::min(max_sleep_ns, kSliceNs));
+  }
+  bell_->sleepers.fetch_sub(1, std::memory_order_relaxed);
+  return true;
+}
+
+template <class Done, class Cleanup>
+void P2P::block(std::unique_lock<std::mutex>& lk, Done done, const Watch& w, const char* what, Cleanup cleanup) {
+  const uint64_t since = now_ns();
+  for (;;) {
+    // Read before progress: whatever arrives after it moves the doorbell.
+    const uint32_t seen = bell_->seq.load(std::memory_order_acquire);
+    progress();
+    if (done()) return;
+    lk.unlock();
+    const bool slept = pause(seen, since, kSliceNs);
+    lk.lock();
+    if (!slept) continue;
+    std::string failed = failure(w);
+    if (failed.empty()) continue;
+    // The peer may have sent just before it went.
+    progress();
+    if (done()) return;
+    cleanup();
+    throw CoreError(ErrorClass::PROC_FAILED, std::string(what) + ": " + failed);
+  }
+}
+
+void P2P::drive(const progress::Op* op, uint64_t since_ns) {
+  std::unique_lock<std::mutex> lk(mu_);
+  const uint32_t seen = bell_->seq.load(std::memory_order_acquire);
+  progress();
+  if (!op || op->state.load(std::memory_order_acquire) == progress::Op::DONE) return;
+  lk.unlock();
+  pause(seen, since_ns, 1000 * 1000);
+}
+
+// Nonblocking requests whose peers have gone fail (after the rings have
+// been drained: what they sent before going is received).
+void P2P::check_nonblocking() {
+  for (auto it = nb_recvs_.begin(); it != nb_recvs_.end();) {
+    Recv* r = (it++)->get();
+    std::string failed = failure(r->watch);
+    if (failed.empty()) continue;
+    abandon(r);
+    r->error = ErrorClass::PROC_FAILED;
+    r->message = std::string(r->what) + ": " + failed;
+    finish(r);
+  }
+  for (auto it = nb_sends_.begin(); it != nb_sends_.end();) {
+    Send* s = (it++)->get();
+    Watch w{&s->dst, 1};
+    std::string failed = failure(w);
+    if (failed.empty()) continue;
+    std::deque<Send*>& q = out_[s->dst].queue;
+    q.erase(std::remove(q.begin(), q.end(), s), q.end());
+    --queued_;
+    complete_send(s, ErrorClass::PROC_FAILED, "isend: " + failed);
+  }
+}
+
+void P2P::wake_thread() {
+  if (!thread_.joinable() || thread_listening_) return;
+  bell_->urgent.fetch_add(1, std::memory_order_release);
+  futex_wake_all(&bell_->urgent);
+}
+
+void P2P::thread_main() {
+  std::unique_lock<std::mutex> lk(mu_);
+  uint64_t checked = now_ns();
+  while (!stop_.load(std::memory_order_acquire)) {
+    const uint32_t seen = bell_->seq.load(std::memory_order_acquire);
+    try {
+      progress();
+      if (!nb_recvs_.empty() || !nb_sends_.empty()) {
+        const uint64_t now = now_ns();
+        if (now - checked >= uint64_t(kSliceNs)) {
+          checked = now;
+          check_nonblocking();
+        }
+      }
+    } catch (const std::exception&) {
+      // Out of memory for an unexpected message: try again at the next ring.
+    }
+    const bool active = !nb_recvs_.empty() || !nb_sends_.empty();
+    thread_listening_ = active;
+    // Read under the lock: new work (wake_thread, also under it) moves it after.
+    const uint32_t urgent = bell_->urgent.load(std::memory_order_acquire);
+    lk.unlock();
+    if (active) {
+      bell_->sleepers.fetch_add(1, std::memory_order_seq_cst);
+      if (bell_->seq.load(std::memory_order_seq_cst) == seen && !stop_.load(std::memory_order_acquire)) {
+        futex_wait(&bell_->seq, seen, kSliceNs);
+      }
+      bell_->sleepers.fetch_sub(1, std::memory_order_relaxed);
+    } else if (!stop_.load(std::memory_order_acquire)) {
+      futex_wait(&bell_->urgent, urgent, 1000 * 1000 * 1000);
+    }
+    lk.lock();
+  }
+  thread_listening_ = false;
+}
+
+// ---- Calls ------------------------------------------------------------------
+
+void P2P::send(uint64_t key, int32_t source, int32_t tag, uint32_t dst, const void* buf, size_t bytes) {
+  Send s(key, source, tag, dst, buf, bytes);
+  std::unique_lock<std::mutex> lk(mu_);
+  Out& o = out_[dst];
+  if (o.queue.empty() && push(s)) return;
+  o.queue.push_back(&s);
+  ++queued_;
+  Watch w{&s.dst, 1};
+  block(lk, [&] { return s.done; }, w, "send", [&] {
+    o.queue.erase(std::remove(o.queue.begin(), o.queue.end(), &s), o.queue.end());
+    --queued_;
+  });
+}
+
+void P2P::isend(uint64_t key, int32_t source, int32_t tag, uint32_t dst, const void* buf, size_t bytes, Report r) {
+  auto s = std::make_unique<Send>(key, source, tag, dst, buf, bytes);
+  s->nonblocking = true;
+  s->report = std::move(r);
+  std::lock_guard<std::mutex> lk(mu_);
+  Send* raw = s.get();
+  raw->self = nb_sends_.insert(nb_sends_.end(), std::move(s));
+  Out& o = out_[dst];
+  if (o.queue.empty() && push(*raw)) {
+    complete_send(raw, ErrorClass::SUCCESS, {});
+    return;
+  }
+  o.queue.push_back(raw);
+  ++queued_;
+  wake_thread();
+}
+
+void P2P::recv(const Match& m, void* buf, size_t cap, const Watch& w, Status& st) {
+  Recv r;
+  r.m = m;
+  r.buf = static_cast<uint8_t*>(buf);
+  r.cap = cap;
+  r.watch = w;
+  // What waits unexpected came first; anything still in the rings is
+  // later, and meets the posted receive (one copy, straight from the ring).
+  std::unique_lock<std::mutex> lk(mu_);
+  auto it = find_unexpected(m);
+  if (it != unexpected_.end()) {
+    std::unique_ptr<Msg> msg = std::move(*it);
+    unexpected_.erase(it);
+    bind(std::move(msg), &r);
+  } else {
+    post(&r);
+  }
+  if (!r.done) block(lk, [&] { return r.done; }, w, "recv", [&] { abandon(&r); });
+  st = r.st;
+  if (r.error != ErrorClass::SUCCESS) throw CoreError(r.error, r.message);
+}
+
+void P2P::irecv(const Match& m, void* buf, size_t cap, const Watch& w, Report rep) {
+  auto owned = std::make_unique<Recv>();
+  Recv* r = owned.get();
+  r->m = m;
+  r->buf = static_cast<uint8_t*>(buf);
+  r->cap = cap;
+  r->watch_copy.assign(w.ranks, w.ranks + w.count);
+  r->watch = Watch{r->watch_copy.data(), w.count};
+  r->nonblocking = true;
+  r->report = std::move(rep);
+  std::lock_guard<std::mutex> lk(mu_);
+  r->self = nb_recvs_.insert(nb_recvs_.end(), std::move(owned));
+  // As recv; the rings are drained by whoever waits for or tests it.
+  auto it = find_unexpected(m);
+  if (it != unexpected_.end()) {
+    std::unique_ptr<Msg> msg = std::move(*it);
+    unexpected_.erase(it);
+    if (bind(std::move(msg), r)) return;
+  } else {
+    post(r);
+  }
+  wake_thread();
+}
+
+Status P2P::probe(const Match& m, const Watch& w) {
+  Status st;
+  std::unique_lock<std::mutex> lk(mu_);
+  block(lk, [&] {
+    auto it = find_unexpected(m);
+    if (it == unexpected_.end()) return false;
+    st = Status{(*it)->source, (*it)->tag, (*it)->total, 0};
+    return true;
+  }, w, "probe", [] {});
+  return st;
+}
+
+bool P2P::iprobe(const Match& m, Status& st) {
+  std::lock_guard<std::mutex> lk(mu_);
+  progress();
+  auto it = find_unexpected(m);
+  if (it == unexpected_.end()) return false;
+  st = Status{(*it)->source, (*it)->tag, (*it)->total, 0};
+  return true;
+}
+
+Status P2P::mprobe(const Match& m, const Watch& w) {
+  Status st;
+  std::unique_lock<std::mutex> lk(mu_);
+  block(lk, [&] {
+    auto it = find_unexpected(m);
+    if (it == unexpected_.end()) return false;
+    const uint64_t handle = next_handle_++;
+    st = Status{(*it)->source, (*it)->tag, (*it)->total, handle};
+    probed_.emplace(handle, std::move(*it));
+    unexpected_.erase(it);
+    return true;
+  }, w, "mprobe", [] {});
+  return st;
+}
+
+void P2P::improbe(const Match& m, const Watch& w, Report rep) {
+  auto owned = std::make_unique<Recv>();
+  Recv* r = owned.get();
+  r->m = m;
+  r->what = "improbe";
+  r->probe = true;
+  r->watch_copy.assign(w.ranks, w.ranks + w.count);
+  r->watch = Watch{r->watch_copy.data(), w.count};
+  r->nonblocking = true;
+  r->report = std::move(rep);
+  std::lock_guard<std::mutex> lk(mu_);
+  r->self = nb_recvs_.insert(nb_recvs_.end(), std::move(owned));
+  auto it = find_unexpected(m);
+  if (it != unexpected_.end()) {
+    const uint64_t handle = next_handle_++;
+    r->st = Status{(*it)->source, (*it)->tag, (*it)->total, handle};
+    r->total = (*it)->total;
+    probed_.emplace(handle, std::move(*it));
+    unexpected_.erase(it);
+    finish(r);
+    return;
+  }
+  post(r);
+  wake_thread();
+}
+
+void P2P::mrecv(uint64_t handle, void* buf, size_t cap, Status& st) {
+  std::unique_lock<std::mutex> lk(mu_);
+  auto it = probed_.find(handle);
+  if (it == probed_.end()) {
+    throw CoreError(ErrorClass::REQUEST, "mrecv: message " + std::to_string(handle) +
+                                             " is not one mprobe or improbe matched, or it was received already");
+  }
+  std::unique_ptr<Msg> msg = std::move(it->second);
+  probed_.erase(it);
+  const uint32_t from = msg->from;
+  Recv r;
+  r.what = "mrecv";
+  r.buf = static_cast<uint8_t*>(buf);
+  r.cap = cap;
+  r.watch = Watch{&from, 1};
+  bind(std::move(msg), &r);
+  if (!r.done) block(lk, [&] { return r.done; }, r.watch, "mrecv", [&] { abandon(&r); });
+  st = r.st;
+  st.handle = 0;
+  if (r.error != ErrorClass::SUCCESS) throw CoreError(r.error, r.message);
+}
+
+}  // namespace nodempi::p2p

@@ -1,0 +1,262 @@
+// Point-to-point entry points: unwrap, re-check cheaply, call the rank's
+// P2P (core/p2p), map core errors to MPIError. Nonblocking calls register
+// an external request with the progress engine, which the P2P completes;
+// the request keeps the JavaScript views it writes into alive until lib/
+// has been told.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/p2p/p2p.h"
+#include "core/progress/engine.h"
+#include "napi/args.h"
+#include "napi/comm_args.h"
+#include "napi/progress.h"
+#include "napi/state.h"
+
+namespace nodempi::napi {
+
+struct P2pState {
+  // A singleton (no launcher) has no segment; its messages to itself go
+  // through a private one of a single rank.
+  std::unique_ptr<transport::Segment> own;
+  std::unique_ptr<p2p::P2P> core;
+  bool hooked = false;  // the engine drives it, and it completes the engine's requests
+};
+
+namespace {
+
+// What a nonblocking call's request keeps alive until it is delivered.
+struct Keep {
+  Napi::Reference<Napi::Value> view;
+  Napi::Reference<Napi::Value> status;
+};
+
+P2pState& state_of(Napi::Env env, const char* call) {
+  State& st = State::of(env);
+  if (!st.initialized || st.finalized) {
+    throw_mpi(env, ErrorClass::OTHER, std::string(call) + ": MPI is not initialized, or finalized already");
+  }
+  if (!st.p2p) {
+    auto ps = std::make_shared<P2pState>();
+    transport::Segment* seg = st.segment.get();
+    if (!seg) {
+      std::string error;
+      ps->own.reset(transport::Segment::create(1, &error));
+      if (!ps->own) throw_mpi(env, ErrorClass::INTERN, std::string(call) + ": no shared memory for messages: " + error);
+      ps->own->close_fd();
+      seg = ps->own.get();
+    }
+    ps->core = std::make_unique<p2p::P2P>(seg, st.world_rank);
+    ps->core->start_thread();
+    st.p2p = std::move(ps);
+  }
+  return *st.p2p;
+}
+
+// The P2P, joined to the progress engine (for a nonblocking call).
+p2p::P2P& hooked(Napi::Env env, const char* call) {
+  P2pState& ps = state_of(env, call);
+  if (!ps.hooked) {
+    progress::Engine& engine = engine_for(env);
+    p2p::P2P* core = ps.core.get();
+    engine.set_external_hook([core](const progress::Op* op, uint64_t since) { core->drive(op, since); });
+    core->set_sink([&engine](const std::shared_ptr<progress::Op>& op) { engine.complete_external(op); });
+    ps.hooked = true;
+  }
+  return *ps.core;
+}
+
+// A communicator's messages carry its context and that context's
+// generation. Communicators of one rank need no context (all share id 0),
+// so theirs is their handle, marked by the top bit.
+uint64_t key_of(const coll::Context& c, uint32_t handle) {
+  if (c.size() > 1) return uint64_t(c.generation()) << 32 | c.id();
+  return uint64_t(1) << 63 | handle;
+}
+
+int32_t i32_arg(const Napi::CallbackInfo& info, size_t i) {
+  int32_t v = 0;
+  napi_get_value_int32(info.Env(), info[i], &v);
+  return v;
+}
+
+uint32_t peer_arg(const Napi::CallbackInfo& info, size_t i, const coll::Context& c, const char* call) {
+  uint32_t peer = u32_arg(info, i);
+  if (peer >= c.size()) throw_mpi(info.Env(), ErrorClass::RANK, std::string(call) + ": rank out of range");
+  return peer;
+}
+
+// Members [first, first + count) of the context, as world ranks.
+p2p::Watch watch_arg(const Napi::CallbackInfo& info, size_t i, const coll::Context& c, const char* call) {
+  uint32_t first = u32_arg(info, i), count = u32_arg(info, i + 1);
+  if (first > c.size() || count > c.size() - first) {
+    throw_mpi(info.Env(), ErrorClass::RANK, std::string(call) + ": source out of range");
+  }
+  return p2p::Watch{c.world_ranks() + first, count};
+}
+
+double* status_arg(const Napi::CallbackInfo& info, size_t i, const char* call) {
+  return reinterpret_cast<double*>(need_bytes(info, i, 4 * sizeof(double), call, "status").data);
+}
+
+void write_status(double* out, const p2p::Status& st) {
+  out[0] = st.source;
+  out[1] = st.tag;
+  out[2] = double(st.bytes);
+  out[3] = double(st.handle);
+}
+
+struct SendArgs {
+  coll::Context* c;
+  uint64_t key;
+  Bytes buf;
+  size_t bytes;
+  uint32_t dst;  // world rank
+  int32_t tag;
+  int32_t self;
+};
+
+// (comm, view, bytes, peer, tag, self)
+SendArgs send_args(const Napi::CallbackInfo& info, const char* call) {
+  coll::Context& c = context_arg(info, call);
+  size_t bytes = size_arg(info, 2, call, "byte count");
+  Bytes buf = need_bytes(info, 1, bytes, call, "buffer");
+  uint32_t peer = peer_arg(info, 3, c, call);
+  return SendArgs{&c, key_of(c, u32_arg(info, 0)), buf, bytes, c.world_rank(peer), i32_arg(info, 4), i32_arg(info, 5)};
+}
+
+// p2pSend(comm, view, bytes, peer, tag, self)
+void Send(const Napi::CallbackInfo& info) {
+  SendArgs a = send_args(info, "send");
+  p2p::P2P& p = *state_of(info.Env(), "send").core;
+  try {
+    p.send(a.key, a.self, a.tag, a.dst, a.buf.data, a.bytes);
+  } catch (const CoreError& e) {
+    throw_core(info.Env(), e, nullptr);
+  }
+}
+
+// p2pIsend(comm, view, bytes, peer, tag, self) -> request id
+Napi::Value Isend(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  SendArgs a = send_args(info, "isend");
+  p2p::P2P& p = hooked(env, "isend");
+  auto keep = std::make_shared<Keep>();
+  keep->view = Napi::Persistent(info[1]);
+  std::shared_ptr<progress::Op> op = add_external(env, keep);
+  p.isend(a.key, a.self, a.tag, a.dst, a.buf.data, a.bytes, p2p::Report{nullptr, op});
+  return Napi::Number::New(env, double(op->id));
+}
+
+// p2pRecv(comm, view, bytes, source, tag, status, first, count)
+void Recv(const Napi::CallbackInfo& info) {
+  coll::Context& c = context_arg(info, "recv");
+  size_t bytes = size_arg(info, 2, "recv", "byte count");
+  Bytes buf = need_bytes(info, 1, bytes, "recv", "buffer");
+  double* status = status_arg(info, 5, "recv");
+  p2p::Watch w = watch_arg(info, 6, c, "recv");
+  p2p::Match m{key_of(c, u32_arg(info, 0)), i32_arg(info, 3), i32_arg(info, 4)};
+  p2p::P2P& p = *state_of(info.Env(), "recv").core;
+  p2p::Status st;
+  try {
+    p.recv(m, buf.data, bytes, w, st);
+  } catch (const CoreError& e) {
+    if (e.error_class() == ErrorClass::TRUNCATE) write_status(status, st);
+    throw_core(info.Env(), e, nullptr);
+  }
+  write_status(status, st);
+}
+
+// p2pIrecv(comm, view, bytes, source, tag, status, first, count) -> request id
+Napi::Value Irecv(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  coll::Context& c = context_arg(info, "irecv");
+  size_t bytes = size_arg(info, 2, "irecv", "byte count");
+  Bytes buf = need_bytes(info, 1, bytes, "irecv", "buffer");
+  double* status = status_arg(info, 5, "irecv");
+  p2p::Watch w = watch_arg(info, 6, c, "irecv");
+  p2p::Match m{key_of(c, u32_arg(info, 0)), i32_arg(info, 3), i32_arg(info, 4)};
+  p2p::P2P& p = hooked(env, "irecv");
+  auto keep = std::make_shared<Keep>();
+  keep->view = Napi::Persistent(info[1]);
+  keep->status = Napi::Persistent(info[5]);
+  std::shared_ptr<progress::Op> op = add_external(env, keep);
+  p.irecv(m, buf.data, bytes, w, p2p::Report{status, op});
+  return Napi::Number::New(env, double(op->id));
+}
+
+// p2pProbe(comm, source, tag, status, first, count, kind): kind 0 probe,
+// 1 iprobe (-> whether a message matched), 2 mprobe, 3 improbe (-> request id).
+Napi::Value Probe(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int32_t kind = i32_arg(info, 6);
+  const char* call = kind == 0 ? "probe" : kind == 1 ? "iprobe" : kind == 2 ? "mprobe" : "improbe";
+  coll::Context& c = context_arg(info, call);
+  double* status = status_arg(info, 3, call);
+  p2p::Watch w = watch_arg(info, 4, c, call);
+  p2p::Match m{key_of(c, u32_arg(info, 0)), i32_arg(info, 1), i32_arg(info, 2)};
+  if (kind == 3) {
+    p2p::P2P& p = hooked(env, call);
+    auto keep = std::make_shared<Keep>();
+    keep->status = Napi::Persistent(info[3]);
+    std::shared_ptr<progress::Op> op = add_external(env, keep);
+    p.improbe(m, w, p2p::Report{status, op});
+    return Napi::Number::New(env, double(op->id));
+  }
+  p2p::P2P& p = *state_of(env, call).core;
+  p2p::Status st;
+  try {
+    if (kind == 1) {
+      if (!p.iprobe(m, st)) return Napi::Boolean::New(env, false);
+      write_status(status, st);
+      return Napi::Boolean::New(env, true);
+    }
+    st = kind == 2 ? p.mprobe(m, w) : p.probe(m, w);
+  } catch (const CoreError& e) {
+    throw_core(env, e, nullptr);
+  }
+  write_status(status, st);
+  return env.Undefined();
+}
+
+// p2pMrecv(message, view, bytes, status)
+void Mrecv(const Napi::CallbackInfo& info) {
+  double handle = number_arg(info, 0);
+  size_t bytes = size_arg(info, 2, "mrecv", "byte count");
+  Bytes buf = need_bytes(info, 1, bytes, "mrecv", "buffer");
+  double* status = status_arg(info, 3, "mrecv");
+  p2p::P2P& p = *state_of(info.Env(), "mrecv").core;
+  p2p::Status st;
+  try {
+    if (!(handle >= 1) || handle != double(uint64_t(handle))) {
+      throw CoreError(ErrorClass::REQUEST, "mrecv: the message handle is not one mprobe or improbe gave");
+    }
+    p.mrecv(uint64_t(handle), buf.data, bytes, st);
+  } catch (const CoreError& e) {
+    if (e.error_class() == ErrorClass::TRUNCATE) write_status(status, st);
+    throw_core(info.Env(), e, nullptr);
+  }
+  write_status(status, st);
+}
+
+}  // namespace
+
+void stop_p2p(Napi::Env env) {
+  State& st = State::of(env);
+  if (!st.p2p) return;
+  st.p2p->core->stop_thread();
+  if (st.p2p->hooked && st.progress) engine_for(env).set_external_hook({});
+  st.p2p.reset();
+}
+
+void register_p2p(Napi::Env env, Napi::Object exports) {
+  exports.Set("p2pSend", Napi::Function::New(env, Send, "p2pSend"));
+  exports.Set("p2pIsend", Napi::Function::New(env, Isend, "p2pIsend"));
+  exports.Set("p2pRecv", Napi::Function::New(env, Recv, "p2pRecv"));
+  exports.Set("p2pIrecv", Napi::Function::New(env, Irecv, "p2pIrecv"));
+  exports.Set("p2pProbe", Napi::Function::New(env, Probe, "p2pProbe"));
+  exports.Set("p2pMrecv", Napi::Function::New(env, Mrecv, "p2pMrecv"));
+}
+
+}  // namespace nodempi::napi
