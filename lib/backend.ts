@@ -113,5 +113,5 @@ export interface Backend {
   readonly requests: Requests;
   readonly collectives: CollectiveBackend;
   /** Point-to-point messages (lib/p2p/backend.ts). */
-  readonly p2p?: PointToPoint;
+  readonly p2p: PointToPoint;
 }

@@ -21,7 +21,7 @@ import type { Peers, PointToPoint } from './backend.js';
 import { Status } from './status.js';
 
 function p2p(): PointToPoint {
-  return backend.p2p!;
+  return backend.p2p;
 }
 
 // ---- Arguments ------------------------------------------------------------------
