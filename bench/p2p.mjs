@@ -190,6 +190,12 @@ function markdown(result) {
       `when it has at least ${Math.min(config.runs, 3)}, else over all of its runs` +
       (noisy.length ? ` (so for: ${noisy.map((i) => LABELS[i]).join(', ')})` : ' (no job needed that)') + '.');
     L.push('');
+    if (noisy.length) {
+      L.push(`**Medians over noisy runs** (${noisy.map((i) => LABELS[i]).join(', ')}): with 2 ranks busy-polling on 2 cores, whatever ` +
+        'else runs takes a core from one of them, so these columns measure the machine\'s load more than the implementation. ' +
+        'Do not read them as its speed; run again on an idle machine.');
+      L.push('');
+    }
   }
   if (result.failures.length) {
     L.push('Failed jobs (not run again):');
