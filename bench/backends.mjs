@@ -24,13 +24,13 @@
 // bench/BACKENDS.md (--tcp: backends-tcp.json, backends-tcp.svg and its own
 // section); --quick, --only, --sizes or --mpi write results/backends-partial.json
 // (backends-tcp-partial.json) and leave BACKENDS.md alone.
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { delimiter, dirname, join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import {
-  BENCH, EXT_MAX, NCPU, ROOT, fmtRatio, fmtSize, fmtUs, list, log, machineInfo, onInterrupt, parseOptions, runJob, tryRun, usageError,
-  which,
+  BENCH, EXT_MAX, NCPU, ROOT, findMpi4py, fmtRatio, fmtSize, fmtUs, list, log, machineInfo, onInterrupt, parseOptions, runJob, tryRun,
+  usageError, which,
 } from './lib/jobs.mjs';
 import { latencySvg } from './lib/plot.mjs';
 import { compactJson, loadSummary, repeatJobs, roundPoint, summarize, writeBetweenMarkers } from './lib/repeat.mjs';
@@ -133,38 +133,6 @@ function libraryVersion(lib) {
   const ver = info?.match(/MPICH Version:\s*(\S+)/)?.[1] ?? tryRun('mpiexec.mpich', ['--version'])?.match(/Version:\s*(\S+)/)?.[1];
   const dev = info?.match(/MPICH Device:\s*(\S+)/)?.[1];
   return ver ? `MPICH ${ver}${dev ? ` (${dev})` : ''}` : null;
-}
-
-// Without initialising MPI: the library version is all that is asked.
-const MPI4PY_PROBE = `import sys, mpi4py, numpy
-mpi4py.rc.initialize = False
-from mpi4py import MPI
-print(mpi4py.__version__); print(numpy.__version__); print(sys.version.split()[0])
-print(' '.join(MPI.Get_library_version().strip().splitlines()[0].split(',')[0].split()))`;
-
-/**
- * The python3 that runs osu_coll.py: --python, else the first python3 along
- * PATH that imports mpi4py and numpy (a pyenv or venv python3 first on PATH
- * usually has neither), and which MPI library its mpi4py is built against.
- */
-function findMpi4py(explicit) {
-  const seen = new Set();
-  const cands = explicit ? [explicit] : (process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, 'python3'))
-    .filter((p) => {
-      if (!existsSync(p)) return false;
-      const real = realpathSync(p);
-      if (seen.has(real)) return false;
-      seen.add(real);
-      return true;
-    });
-  for (const exe of cands) {
-    const r = spawnSync(exe, ['-c', MPI4PY_PROBE], { encoding: 'utf8', timeout: 30000, stdio: ['ignore', 'pipe', 'ignore'] });
-    if (r.status !== 0) continue;
-    const [version, numpy, python, library] = r.stdout.trim().split('\n');
-    const lib = /Open MPI/i.test(library) ? 'openmpi' : /MPICH/i.test(library) ? 'mpich' : null;
-    return { exe, info: { version, numpy, python, library, lib } };
-  }
-  return null;
 }
 
 // ---------------------------------------------------------------- jobs

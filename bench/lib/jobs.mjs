@@ -1,12 +1,12 @@
 // What every script in bench/ shares: option parsing, machine and version
-// facts for the results file, a wait for other work to leave the CPUs, and
-// one job run in its own process group with a measure of how much other work
-// ran meanwhile. One runner, so a fix to how jobs are timed or killed reaches
-// every benchmark.
+// facts for the results file, the python3 that has mpi4py, a wait for other
+// work to leave the CPUs, and one job run in its own process group with a
+// measure of how much other work ran meanwhile. One runner, so a fix to how
+// jobs are timed or killed reaches every benchmark.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join, relative, resolve } from 'node:path';
+import { delimiter, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
@@ -101,6 +101,40 @@ export function machineInfo() {
     dirty: (tryRun('git', ['status', '--porcelain', '--untracked-files=no']) ?? '') !== '',
     addon: addonInfo(),
   };
+}
+
+// Without initialising MPI: the library version is all that is asked.
+const MPI4PY_PROBE = `import sys, mpi4py, numpy
+mpi4py.rc.initialize = False
+from mpi4py import MPI
+print(mpi4py.__version__); print(numpy.__version__); print(sys.version.split()[0])
+print(' '.join(MPI.Get_library_version().strip().splitlines()[0].split(',')[0].split()))`;
+
+/**
+ * The python3 that runs the mpi4py programs (bench/mpi4py/): `explicit` (a
+ * --python option), else the first python3 along PATH that imports mpi4py
+ * and numpy (a pyenv or venv python3 first on PATH usually has neither), and
+ * which MPI library its mpi4py is built against: { exe, info: { version,
+ * numpy, python, library, lib: 'openmpi' | 'mpich' | null } }, or null.
+ */
+export function findMpi4py(explicit) {
+  const seen = new Set();
+  const cands = explicit ? [explicit] : (process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, 'python3'))
+    .filter((p) => {
+      if (!existsSync(p)) return false;
+      const real = realpathSync(p);
+      if (seen.has(real)) return false;
+      seen.add(real);
+      return true;
+    });
+  for (const exe of cands) {
+    const r = spawnSync(exe, ['-c', MPI4PY_PROBE], { encoding: 'utf8', timeout: 30000, stdio: ['ignore', 'pipe', 'ignore'] });
+    if (r.status !== 0) continue;
+    const [version, numpy, python, library] = r.stdout.trim().split('\n');
+    const lib = /Open MPI/i.test(library) ? 'openmpi' : /MPICH/i.test(library) ? 'mpich' : null;
+    return { exe, info: { version, numpy, python, library, lib } };
+  }
+  return null;
 }
 
 function cpuTimes() {
