@@ -133,7 +133,7 @@ export class Request<T = void> implements PromiseLike<T> {
 
   // What awaiting gives: a receive's status, else nothing.
   #value(): T {
-    return this.status as T;
+    return (this.#raw !== null || this.#status !== null ? this.status : undefined) as T;
   }
 
   /** True once the operation has completed (successfully or not). */
