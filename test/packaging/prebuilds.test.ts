@@ -13,8 +13,9 @@
  *  3. The arm64 one runs under qemu-user on Node's own arm64 build over
  *     Debian 11's arm64 runtime: the NEON kernel table is the one chosen,
  *     and reduction fixtures pass at np 2 with it forced, their results
- *     checked against values each rank computes independently. Everything is
- *     slow under emulation: a few fixtures, about a minute and a half.
+ *     checked against values each rank computes independently; the C++
+ *     kernels test runs on the arm64 core too. Everything is slow under
+ *     emulation: two fixtures and the kernels test, about 2 minutes of CPU.
  *  4. Installing where no prebuild fits (another libc, here musl) with no
  *     compiler ends in one message saying what is missing, not node-gyp's
  *     errors.
@@ -135,10 +136,27 @@ describe('linux-arm64 under qemu-user (Node arm64, glibc 2.31)', () => {
     expect(local.stdout).toMatch(/passed \d+ checks/);
   }, 300_000);
 
-  // Every predefined op on every type (allreduce, reduce), the vector
-  // variants' reductions, and a plain data movement; the launcher runs under
-  // qemu too, and starts each rank through it (the `--` form).
-  it.each(['coll/allreduce.mjs', 'coll/reduce.mjs', 'vector-coll/v-variants.mjs', 'coll/bcast.mjs'])(
+  // The C++ kernels test against the arm64 build of the core (made by the
+  // prebuild's cmake-js build): every kernel against its reference, and the
+  // NEON table bit for bit against the scalar one, over many lengths and
+  // alignments. Linked statically; its copies for NODEMPI_KERNELS values
+  // start through qemu as well (KERNELS_TEST_RUNNER).
+  it('test/native/kernels_test.cc passes on arm64, where auto picks NEON', async () => {
+    const exe = join(root, 'build', 'prebuilds', 'kernels_test-arm64');
+    const cc = await run('aarch64-linux-gnu-g++', ['-std=c++17', '-O3', '-ffp-contract=off', '-Wall', '-Wextra',
+      '-Wno-unused-parameter', '-O2', '-Werror', '-I', join(root, 'native'), join(root, 'test', 'native', 'kernels_test.cc'),
+      join(root, 'build', 'prebuilds', 'linux-arm64', 'libnodempi_core.a'), '-static', '-pthread', '-o', exe]);
+    expect(cc.status, explain(cc)).toBe(0);
+    const r = await run('qemu-aarch64', [exe], { env: { KERNELS_TEST_RUNNER: 'qemu-aarch64' }, limitMs: 840_000 });
+    expect(r.status, explain(r)).toBe(0);
+    expect(r.stdout).toMatch(/kernels_test: \d+ checks, 0 failures \(tables on this CPU: scalar neon; auto picks neon\)/);
+  }, 900_000);
+
+  // Every predefined op on every type through a collective (allreduce), and
+  // the vector variants (reduce-scatter, gatherv, alltoallv, ...); the
+  // launcher runs under qemu too, and starts each rank through it (the `--`
+  // form). coll/reduce.mjs and coll/bcast.mjs pass too (40 and 15 s more).
+  it.each(['coll/allreduce.mjs', 'vector-coll/v-variants.mjs'])(
     '%s at np 2 with the NEON table', async (fixture) => {
       const r = await run(node[0]!, [...node.slice(1), cli, '-n', '2', '--timeout', '540', '--', ...node, join(fixtures, fixture)],
         { env: env({ NODEMPI_KERNELS: 'neon' }), limitMs: 600_000 });
