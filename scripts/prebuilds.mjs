@@ -7,7 +7,7 @@
 // Targets: linux-x64 and linux-arm64 (both by default; NODEMPI_PREBUILDS,
 // a comma-separated list, chooses others). The one matching this machine is
 // built with its compiler, the other with Debian's cross compiler
-// (g++-x86_64-linux-gnu or g++-aarch64-linux-gnu) through
+// (apt: g++-x86-64-linux-gnu or g++-aarch64-linux-gnu) through
 // packaging/toolchain-<triple>.cmake. Each is cmake-js's build of
 // CMakeLists.txt with NODEMPI_PORTABLE (static libstdc++, no glibc symbol
 // newer than 2.28: packaging/glibc_compat.cc), in build/prebuilds/<target>/
@@ -16,7 +16,8 @@
 //
 // The file name carries node-gyp-build's `glibc` tag, so that on a musl
 // system (Alpine) node-gyp-build passes over it instead of loading a binary
-// that cannot work there; none is built for musl (README.md, Development, says why).
+// that cannot work there; none is built for musl (README.md, Development,
+// says why).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { machine } from 'node:os';
