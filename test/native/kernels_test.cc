@@ -596,13 +596,23 @@ const char* best_isa() {
 // The choice is made once per process, so each NODEMPI_KERNELS value is
 // tried in a fresh copy of this program (see main: --expect-isa), which
 // exits 0 if its first lookup used `expected`. Its warning for a bad value
-// goes to /dev/null.
+// goes to /dev/null. Under user-mode emulation (the arm64 build run by
+// qemu-aarch64 on another machine, test/packaging/prebuilds.test.ts) the
+// copy starts through the emulator KERNELS_TEST_RUNNER names.
 bool env_choice_is(const char* value, const char* expected) {
   std::fflush(nullptr);
   pid_t pid = fork();
   if (pid == 0) {
     setenv("NODEMPI_KERNELS", value, 1);
     freopen("/dev/null", "w", stderr);
+    if (const char* runner = std::getenv("KERNELS_TEST_RUNNER")) {
+      char self[4096];
+      ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+      if (n <= 0) _exit(127);
+      self[n] = '\0';
+      execlp(runner, runner, self, "--expect-isa", expected, static_cast<char*>(nullptr));
+      _exit(127);
+    }
     execl("/proc/self/exe", "kernels_test", "--expect-isa", expected, static_cast<char*>(nullptr));
     _exit(127);
   }

@@ -1,15 +1,19 @@
 /**
- * Packaging: `npm pack` (whose prepack runs build:ts and prebuildify), then
- * an install of the tarball into an empty folder with every compiler
- * disabled, then a 2-rank job with the installed `nodempi` command and a
- * require() of the package from CommonJS.
+ * Packaging: `npm pack` (whose prepack runs build:ts and
+ * scripts/prebuilds.mjs), then an install of the tarball into an empty
+ * folder with every compiler disabled, then a 2-rank job with the installed
+ * `nodempi` command and a require() of the package from CommonJS.
+ *
+ * The pack makes the linux-x64 prebuild only (NODEMPI_PREBUILDS): the
+ * linux-arm64 one, its cross build and its checks under qemu are
+ * test/packaging/prebuilds.test.ts's, and building it twice would double
+ * this test's time.
  *
  * The pack runs in a copy of the package's sources (package.json, lib/,
  * native/, scripts/, build files; node_modules linked), not in the
- * repository itself: prebuildify's `cmake-js rebuild` wipes build/ for the
- * length of a full compile, and every other suite running meanwhile loads
- * the addon from build/Release. The copy is removed afterwards, tarball and
- * prebuilds with it.
+ * repository itself: prepack replaces prebuilds/ and writes dist/, which
+ * every other suite running meanwhile may be reading. The copy is removed
+ * afterwards, tarball and prebuilds with it.
  */
 import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -43,17 +47,18 @@ test('npm pack, install with no compiler, run the installed nodempi, require() f
   // 1. A copy of the package sources, packed there.
   const src = join(tmp, 'src');
   for (const f of ['package.json', 'package-lock.json', '.npmrc', 'tsconfig.json', 'binding.gyp', 'CMakeLists.txt', 'README.md',
-    'LICENSE', 'lib', 'native', 'scripts']) {
+    'LICENSE', 'lib', 'native', 'scripts', 'packaging']) {
     if (existsSync(join(root, f))) cpSync(join(root, f), join(src, f), { recursive: true });
   }
   symlinkSync(join(root, 'node_modules'), join(src, 'node_modules'), 'dir');
-  const packed = await sh('npm', ['pack', '--json', '--pack-destination', tmp], src);
+  const packed = await sh('npm', ['pack', '--json', '--pack-destination', tmp], src, { ...npmEnv, NODEMPI_PREBUILDS: 'linux-x64' });
   // prepack's own output (tsc, the compiler) comes first on stdout; npm's JSON is last.
   const info = JSON.parse(packed.stdout.slice(packed.stdout.search(/^\[$/m))) as { filename: string; files: { path: string }[] }[];
   const tarball = join(tmp, info[0]!.filename);
   expect(existsSync(tarball)).toBe(true);
   const files = info[0]!.files.map((f) => f.path);
-  expect(files).toContain('prebuilds/linux-x64/nodempi.node');
+  expect(files).toContain('prebuilds/linux-x64/nodempi.glibc.node');
+  expect(files).toContain('scripts/install.cjs');
   expect(files).toContain('dist/index.js');
   expect(files).toContain('dist/index.d.ts');
   expect(files).toContain('dist/cli.js');
@@ -67,7 +72,7 @@ test('npm pack, install with no compiler, run the installed nodempi, require() f
       expect(files, `${m} maps to ${s}`).toContain(join(dirname(m), s));
     }
   }
-  expect(existsSync(join(src, 'prebuilds', 'linux-x64', 'nodempi.node'))).toBe(true);
+  expect(existsSync(join(src, 'prebuilds', 'linux-x64', 'nodempi.glibc.node'))).toBe(true);
 
   // 2. Installed into an empty folder; compiling anything would fail.
   const app = join(tmp, 'app');
@@ -75,7 +80,7 @@ test('npm pack, install with no compiler, run the installed nodempi, require() f
   await sh('npm', ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund'], app,
     { ...npmEnv, CC: '/bin/false', CXX: '/bin/false', MAKE: '/bin/false' });
   const installed = join(app, 'node_modules', 'nodempi');
-  expect(existsSync(join(installed, 'prebuilds', 'linux-x64', 'nodempi.node'))).toBe(true);
+  expect(existsSync(join(installed, 'prebuilds', 'linux-x64', 'nodempi.glibc.node'))).toBe(true);
   expect(existsSync(join(installed, 'build')), 'nothing was compiled at install').toBe(false);
 
   // 3. The installed command runs a 2-rank job importing 'nodempi' by name.
