@@ -27,15 +27,16 @@ const persistent: Fixture = { script: 'nonblocking/persistent.mjs', args: ['20']
 const datatypes: Fixture = { script: 'derived-datatype-coll/move.mjs', args: ['v', '1'], name: 'dtcoll move v x1 main' };
 const intercomm: Fixture = { script: 'comm/intercomm.mjs', args: ['block', 'coll'], name: 'intercomm block coll' };
 const objects: Fixture = { script: 'objects/collectives.mjs', name: 'objects all' };
+const messages: Fixture = { script: 'p2p/messages.mjs', name: 'p2p all' };
 
 // Each launcher runs the hosts check and a share of the rest, so that
 // every family runs under each MPI and the file stays within minutes on
 // two cores.
 const plan: Record<ClusterLauncher, Fixture[]> = {
-  'mpirun': [hosts, blocking('bcast'), persistent, datatypes],
+  'mpirun': [hosts, blocking('bcast'), persistent, datatypes, messages],
   'mpiexec': [hosts, blocking('gather'), nonblocking, intercomm, objects],
   'srun-pmix': [hosts, nonblocking, intercomm, objects],
-  'srun-pmi2': [hosts, persistent, datatypes],
+  'srun-pmi2': [hosts, persistent, datatypes, messages],
   'salloc-mpirun': [hosts, blocking('scatter')],
   'sbatch': [hosts, objects],
 };
