@@ -86,7 +86,8 @@ function recvWire(m: Resolved): RecvWire {
 // A blocking call's status, filled by the backend (one call at a time).
 const scratch = new Float64Array(4);
 
-// Runs a backend call; its errors name the public method.
+// Runs a backend call; its errors name the public method. (Not on the
+// paths a loop of small messages takes: the closure is an allocation a call.)
 function run<T>(call: string, f: () => T): T {
   try {
     return f();
@@ -112,7 +113,11 @@ export function send(comm: Comm, call: string, buf: unknown, dest: unknown, tag:
   const t = checkTag(call, 'tag', tag, false);
   if (d === PROC_NULL) return;
   const view = sendView(m);
-  run(call, () => p2p().send(c, view, wireBytes(m), d, t));
+  try {
+    p2p().send(c, view, wireBytes(m), d, t);
+  } catch (err) {
+    throw retitle(err, call);
+  }
 }
 
 /** @internal comm.recv */
@@ -149,7 +154,12 @@ export function isend(comm: Comm, call: string, buf: unknown, dest: unknown, tag
   const t = checkTag(call, 'tag', tag, false);
   if (d === PROC_NULL) return doneAtOnce(call, null);
   const view = sendView(m);
-  const id = run(call, () => p2p().isend(c, view, wireBytes(m), d, t));
+  let id: number;
+  try {
+    id = p2p().isend(c, view, wireBytes(m), d, t);
+  } catch (err) {
+    throw retitle(err, call);
+  }
   setNextCall(call, held);
   return new Request(id, [view, spec]);
 }
@@ -166,7 +176,12 @@ export function irecv(comm: Comm, call: string, buf: unknown, source: unknown, t
   if (s === PROC_NULL) return doneAtOnce(call, new Status()._none(PROC_NULL));
   const w = recvWire(m);
   const raw = new Float64Array(4);
-  const id = run(call, () => p2p().irecv(c, w.view, w.bytes, s, t, raw));
+  let id: number;
+  try {
+    id = p2p().irecv(c, w.view, w.bytes, s, t, raw);
+  } catch (err) {
+    throw retitle(err, call);
+  }
   setNextCall(call, held);
   const unpack = w.unpack;
   if (unpack) setNextHooks({ before: [], after: [() => unpack(raw[2]!)] });
@@ -180,7 +195,11 @@ export function probe(comm: Comm, call: string, source: unknown, tag: unknown): 
   const s = checkPeer(c, call, 'source', source, true);
   const t = checkTag(call, 'tag', tag, true);
   if (s === PROC_NULL) return new Status()._none(PROC_NULL);
-  run(call, () => p2p().probe(c, s, t, scratch));
+  try {
+    p2p().probe(c, s, t, scratch);
+  } catch (err) {
+    throw retitle(err, call);
+  }
   return new Status()._set(scratch, Datatype.BYTE);
 }
 
@@ -191,7 +210,13 @@ export function iprobe(comm: Comm, call: string, source: unknown, tag: unknown):
   const s = checkPeer(c, call, 'source', source, true);
   const t = checkTag(call, 'tag', tag, true);
   if (s === PROC_NULL) return new Status()._none(PROC_NULL);
-  return run(call, () => p2p().iprobe(c, s, t, scratch)) ? new Status()._set(scratch, Datatype.BYTE) : null;
+  let found: boolean;
+  try {
+    found = p2p().iprobe(c, s, t, scratch);
+  } catch (err) {
+    throw retitle(err, call);
+  }
+  return found ? new Status()._set(scratch, Datatype.BYTE) : null;
 }
 
 /** @internal comm.sendrecv */

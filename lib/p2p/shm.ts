@@ -23,10 +23,15 @@ function peer(c: Peers, rank: number): number {
 
 // The members whose failure ends a wait for a message from `source`: that
 // rank, or, for ANY_SOURCE, every rank that could send it (the remote group
-// of an intercommunicator).
-function watched(c: Peers, source: number): [first: number, count: number] {
-  if (source !== ANY) return [peer(c, source), 1];
-  return 'remoteBase' in c ? [c.remoteBase, c.remoteSize] : [0, c.size];
+// of an intercommunicator), as the first of them and how many. Two numbers
+// rather than a pair: a receive must not allocate.
+function firstWatched(c: Peers, source: number): number {
+  if (source !== ANY) return peer(c, source);
+  return 'remoteBase' in c ? c.remoteBase : 0;
+}
+function watchedCount(c: Peers, source: number): number {
+  if (source !== ANY) return 1;
+  return 'remoteBase' in c ? c.remoteSize : c.size;
 }
 
 const PROBE = 0, IPROBE = 1, MPROBE = 2, IMPROBE = 3;
@@ -41,33 +46,27 @@ export const shmP2P: PointToPoint = {
   },
 
   recv(c, view, bytes, source, tag, status) {
-    const [first, count] = watched(c, source);
-    native.p2pRecv(c.handle, view, bytes, source, tag, status, first, count);
+    native.p2pRecv(c.handle, view, bytes, source, tag, status, firstWatched(c, source), watchedCount(c, source));
   },
 
   irecv(c, view, bytes, source, tag, status) {
-    const [first, count] = watched(c, source);
-    return native.p2pIrecv(c.handle, view, bytes, source, tag, status, first, count);
+    return native.p2pIrecv(c.handle, view, bytes, source, tag, status, firstWatched(c, source), watchedCount(c, source));
   },
 
   probe(c, source, tag, status) {
-    const [first, count] = watched(c, source);
-    native.p2pProbe(c.handle, source, tag, status, first, count, PROBE);
+    native.p2pProbe(c.handle, source, tag, status, firstWatched(c, source), watchedCount(c, source), PROBE);
   },
 
   iprobe(c, source, tag, status) {
-    const [first, count] = watched(c, source);
-    return native.p2pProbe(c.handle, source, tag, status, first, count, IPROBE) as boolean;
+    return native.p2pProbe(c.handle, source, tag, status, firstWatched(c, source), watchedCount(c, source), IPROBE) as boolean;
   },
 
   mprobe(c, source, tag, status) {
-    const [first, count] = watched(c, source);
-    native.p2pProbe(c.handle, source, tag, status, first, count, MPROBE);
+    native.p2pProbe(c.handle, source, tag, status, firstWatched(c, source), watchedCount(c, source), MPROBE);
   },
 
   improbe(c, source, tag, status) {
-    const [first, count] = watched(c, source);
-    return native.p2pProbe(c.handle, source, tag, status, first, count, IMPROBE) as number;
+    return native.p2pProbe(c.handle, source, tag, status, firstWatched(c, source), watchedCount(c, source), IMPROBE) as number;
   },
 
   mrecv(message, view, bytes, status) {
