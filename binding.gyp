@@ -1,7 +1,8 @@
-# node-gyp's build of the addon (`npm install` from source): the same
-# sources, flags and defines as CMakeLists.txt (NODEMPI_FLAGS,
-# NODEMPI_ADDON_FLAGS, NODEMPI_ADDON_DEFINES), which test/native/gyp.test.ts
-# checks before building this file and running a job on the result.
+# node-gyp's build of the addon (`npm install` from source): every .cc under
+# native/, with the standard, flags, defines and libraries of
+# native/build.json, which CMakeLists.txt reads too. test/native/gyp.test.ts
+# checks that the two builds compile the same files with the same flags and
+# runs a job on this one.
 {
   "targets": [
     {
@@ -13,11 +14,14 @@
         "<!(node -p \"require('node-addon-api').include_dir\")",
         "native"
       ],
-      "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED", "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS"],
+      "defines": ["<!@(node -p \"require('./native/build.json').addonDefines.join(' ')\")"],
       "cflags!": ["-fno-exceptions"],
       "cflags_cc!": ["-fno-exceptions", "-fno-rtti"],
-      "cflags_cc": ["-std=c++17", "-O3", "-ffp-contract=off", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fvisibility=hidden"],
-      "libraries": ["-lrt", "-ldl", "-lpthread"]
+      "cflags_cc": [
+        "-std=c++<!(node -p \"require('./native/build.json').cxxStandard\")",
+        "<!@(node -p \"const b=require('./native/build.json'); [...b.flags, ...b.addonFlags].join(' ')\")"
+      ],
+      "libraries": ["<!@(node -p \"require('./native/build.json').libraries.join(' ')\")"]
     }
   ]
 }

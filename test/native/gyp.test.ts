@@ -1,7 +1,8 @@
 // binding.gyp (node-gyp: `npm install` from source, the fallback when no
 // prebuild fits) must build what CMakeLists.txt builds: the same sources with
-// the same flags and defines, and an addon that works. The two files are
-// written by hand, so this test is what keeps them from drifting:
+// the same flags and defines, and an addon that works. Both read their
+// standard, flags, defines and libraries from native/build.json and glob
+// their sources; this test checks what each of them makes of that:
 //
 //  1. CMake is configured with the addon on and writes its compile commands
 //     (compile_commands.json; nothing is compiled); node-gyp configures

@@ -139,12 +139,14 @@ describe('linux-arm64 under qemu-user (Node arm64, glibc 2.31)', () => {
   // The C++ kernels test against the arm64 build of the core (made by the
   // prebuild's cmake-js build): every kernel against its reference, and the
   // NEON table bit for bit against the scalar one, over many lengths and
-  // alignments. Linked statically; its copies for NODEMPI_KERNELS values
+  // alignments, with native/build.json's flags at -O2 as CMake builds the
+  // tests. Linked statically; its copies for NODEMPI_KERNELS values
   // start through qemu as well (KERNELS_TEST_RUNNER).
   it('test/native/kernels_test.cc passes on arm64, where auto picks NEON', async () => {
     const exe = join(root, 'build', 'prebuilds', 'kernels_test-arm64');
-    const cc = await run('aarch64-linux-gnu-g++', ['-std=c++17', '-O3', '-ffp-contract=off', '-Wall', '-Wextra',
-      '-Wno-unused-parameter', '-O2', '-Werror', '-I', join(root, 'native'), join(root, 'test', 'native', 'kernels_test.cc'),
+    const build = JSON.parse(readFileSync(join(root, 'native', 'build.json'), 'utf8')) as { cxxStandard: number; flags: string[] };
+    const cc = await run('aarch64-linux-gnu-g++', [`-std=c++${build.cxxStandard}`, ...build.flags, '-O2', '-Werror',
+      '-I', join(root, 'native'), join(root, 'test', 'native', 'kernels_test.cc'),
       join(root, 'build', 'prebuilds', 'linux-arm64', 'libnodempi_core.a'), '-static', '-pthread', '-o', exe]);
     expect(cc.status, explain(cc)).toBe(0);
     const r = await run('qemu-aarch64', [exe], { env: { KERNELS_TEST_RUNNER: 'qemu-aarch64' }, limitMs: 840_000 });
