@@ -149,40 +149,48 @@ Napi::Value Isend(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, double(op->id));
 }
 
+struct RecvArgs {
+  Bytes buf;
+  size_t bytes;
+  double* status;
+  p2p::Watch watch;
+  p2p::Match match;
+};
+
+// (comm, view, bytes, source, tag, status, first, count)
+RecvArgs recv_args(const Napi::CallbackInfo& info, const char* call) {
+  coll::Context& c = context_arg(info, call);
+  size_t bytes = size_arg(info, 2, call, "byte count");
+  Bytes buf = need_bytes(info, 1, bytes, call, "buffer");
+  double* status = status_arg(info, 5, call);
+  p2p::Watch w = watch_arg(info, 6, c, call);
+  return RecvArgs{buf, bytes, status, w, p2p::Match{key_of(c, u32_arg(info, 0)), i32_arg(info, 3), i32_arg(info, 4)}};
+}
+
 // p2pRecv(comm, view, bytes, source, tag, status, first, count)
 void Recv(const Napi::CallbackInfo& info) {
-  coll::Context& c = context_arg(info, "recv");
-  size_t bytes = size_arg(info, 2, "recv", "byte count");
-  Bytes buf = need_bytes(info, 1, bytes, "recv", "buffer");
-  double* status = status_arg(info, 5, "recv");
-  p2p::Watch w = watch_arg(info, 6, c, "recv");
-  p2p::Match m{key_of(c, u32_arg(info, 0)), i32_arg(info, 3), i32_arg(info, 4)};
+  RecvArgs a = recv_args(info, "recv");
   p2p::P2P& p = *state_of(info.Env(), "recv").core;
   p2p::Status st;
   try {
-    p.recv(m, buf.data, bytes, w, st);
+    p.recv(a.match, a.buf.data, a.bytes, a.watch, st);
   } catch (const CoreError& e) {
-    if (e.error_class() == ErrorClass::TRUNCATE) write_status(status, st);
+    if (e.error_class() == ErrorClass::TRUNCATE) write_status(a.status, st);
     throw_core(info.Env(), e, nullptr);
   }
-  write_status(status, st);
+  write_status(a.status, st);
 }
 
 // p2pIrecv(comm, view, bytes, source, tag, status, first, count) -> request id
 Napi::Value Irecv(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  coll::Context& c = context_arg(info, "irecv");
-  size_t bytes = size_arg(info, 2, "irecv", "byte count");
-  Bytes buf = need_bytes(info, 1, bytes, "irecv", "buffer");
-  double* status = status_arg(info, 5, "irecv");
-  p2p::Watch w = watch_arg(info, 6, c, "irecv");
-  p2p::Match m{key_of(c, u32_arg(info, 0)), i32_arg(info, 3), i32_arg(info, 4)};
+  RecvArgs a = recv_args(info, "irecv");
   p2p::P2P& p = hooked(env, "irecv");
   auto keep = std::make_shared<Keep>();
   keep->view = Napi::Persistent(info[1]);
   keep->status = Napi::Persistent(info[5]);
   std::shared_ptr<progress::Op> op = add_external(env, keep);
-  p.irecv(m, buf.data, bytes, w, p2p::Report{status, op});
+  p.irecv(a.match, a.buf.data, a.bytes, a.watch, p2p::Report{a.status, op});
   return Napi::Number::New(env, double(op->id));
 }
 

@@ -1,15 +1,12 @@
 #include "core/p2p/p2p.h"
 
 #include "core/transport/cma.h"
+#include "core/transport/wait.h"
 
-#include <linux/futex.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -37,6 +34,10 @@ static_assert(sizeof(Record) == 32, "a record header is 32 bytes");
 
 namespace {
 
+using transport::futex_wait;
+using transport::futex_wake_all;
+using transport::now_ns;
+
 enum Kind : uint32_t { EAGER = 1, FRAG = 2, CONT = 3, RTS = 4, FIN = 5 };
 
 // The payload of an RTS. A FIN has none: its `key` is the cookie and its
@@ -58,22 +59,6 @@ constexpr long kSliceNs = 20 * 1000 * 1000;
 constexpr uint64_t kRewakeNs = 10 * 1000 * 1000;
 
 size_t record_bytes(size_t payload) { return (sizeof(Record) + payload + 7) & ~size_t(7); }
-
-uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
-// Shared between processes: not FUTEX_PRIVATE.
-void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, long timeout_ns) {
-  timespec ts{timeout_ns / 1000000000, timeout_ns % 1000000000};
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
-}
-
-void futex_wake_all(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
-}
 
 void copy_in(transport::Ring* ring, uint64_t pos, const void* from, size_t n) {
   if (n == 0) return;  // `from` may be null then
@@ -452,10 +437,8 @@ void P2P::take(uint32_t src, const Record& rec, uint64_t pos) {
   if (r) {
     // An improbe posted before the message came: it takes it.
     unpost(r);
-    const uint64_t handle = next_handle_++;
-    r->st = Status{m->source, m->tag, m->total, handle};
-    r->total = m->total;
-    probed_.emplace(handle, std::move(m));
+    r->st = claim(std::move(m));
+    r->total = r->st.bytes;
     finish(r);
     return;
   }
@@ -760,16 +743,28 @@ void P2P::recv(const Match& m, void* buf, size_t cap, const Watch& w, Status& st
   if (r.error != ErrorClass::SUCCESS) throw CoreError(r.error, r.message);
 }
 
-void P2P::irecv(const Match& m, void* buf, size_t cap, const Watch& w, Report rep) {
-  auto owned = std::make_unique<Recv>();
-  Recv* r = owned.get();
+std::unique_ptr<P2P::Recv> P2P::nonblocking(const Match& m, const Watch& w, Report rep) {
+  auto r = std::make_unique<Recv>();
   r->m = m;
-  r->buf = static_cast<uint8_t*>(buf);
-  r->cap = cap;
   r->watch_copy.assign(w.ranks, w.ranks + w.count);
   r->watch = Watch{r->watch_copy.data(), w.count};
   r->nonblocking = true;
   r->report = std::move(rep);
+  return r;
+}
+
+Status P2P::claim(std::unique_ptr<Msg> m) {
+  const uint64_t handle = next_handle_++;
+  Status st{m->source, m->tag, m->total, handle};
+  probed_.emplace(handle, std::move(m));
+  return st;
+}
+
+void P2P::irecv(const Match& m, void* buf, size_t cap, const Watch& w, Report rep) {
+  auto owned = nonblocking(m, w, std::move(rep));
+  Recv* r = owned.get();
+  r->buf = static_cast<uint8_t*>(buf);
+  r->cap = cap;
   std::lock_guard<std::mutex> lk(mu_);
   r->self = nb_recvs_.insert(nb_recvs_.end(), std::move(owned));
   // As recv; the rings are drained by whoever waits for or tests it.
@@ -811,9 +806,7 @@ Status P2P::mprobe(const Match& m, const Watch& w) {
   block(lk, [&] {
     auto it = find_unexpected(m);
     if (it == unexpected_.end()) return false;
-    const uint64_t handle = next_handle_++;
-    st = Status{(*it)->source, (*it)->tag, (*it)->total, handle};
-    probed_.emplace(handle, std::move(*it));
+    st = claim(std::move(*it));
     unexpected_.erase(it);
     return true;
   }, w, "mprobe", [] {});
@@ -821,24 +814,17 @@ Status P2P::mprobe(const Match& m, const Watch& w) {
 }
 
 void P2P::improbe(const Match& m, const Watch& w, Report rep) {
-  auto owned = std::make_unique<Recv>();
+  auto owned = nonblocking(m, w, std::move(rep));
   Recv* r = owned.get();
-  r->m = m;
   r->what = "improbe";
   r->probe = true;
-  r->watch_copy.assign(w.ranks, w.ranks + w.count);
-  r->watch = Watch{r->watch_copy.data(), w.count};
-  r->nonblocking = true;
-  r->report = std::move(rep);
   std::lock_guard<std::mutex> lk(mu_);
   r->self = nb_recvs_.insert(nb_recvs_.end(), std::move(owned));
   auto it = find_unexpected(m);
   if (it != unexpected_.end()) {
-    const uint64_t handle = next_handle_++;
-    r->st = Status{(*it)->source, (*it)->tag, (*it)->total, handle};
-    r->total = (*it)->total;
-    probed_.emplace(handle, std::move(*it));
+    r->st = claim(std::move(*it));
     unexpected_.erase(it);
+    r->total = r->st.bytes;
     finish(r);
     return;
   }

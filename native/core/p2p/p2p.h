@@ -187,6 +187,12 @@ class P2P {
   void ring_bell(uint32_t rank, bool force);
   Recv* match_posted(uint64_t key, int32_t source, int32_t tag);
   std::list<std::unique_ptr<Msg>>::iterator find_unexpected(const Match& m);
+  // A matched probe takes message `m` to probed_: its status, carrying the
+  // handle mrecv takes it by.
+  Status claim(std::unique_ptr<Msg> m);
+  // A nonblocking receive or matched probe, with its own copy of the watched
+  // ranks (the caller's list goes when the call returns).
+  static std::unique_ptr<Recv> nonblocking(const Match& m, const Watch& w, Report rep);
   bool bind(std::unique_ptr<Msg> m, Recv* r);
   void finish(Recv* r);
   void post(Recv* r);

@@ -26,14 +26,20 @@
 namespace nodempi::transport {
 namespace {
 
+bool process_gone(int32_t pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
+
+// How long a sleeping waiter stays asleep before it looks at liveness again.
+constexpr long kSleepSliceNs = 20 * 1000 * 1000;
+
+}  // namespace
+
 uint64_t now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-// The futex word is the 32-bit seq; the waker wakes everyone because several
-// ranks often wait on one root.
+// Shared between processes: not FUTEX_PRIVATE.
 void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, long timeout_ns) {
   timespec ts{timeout_ns / 1000000000, timeout_ns % 1000000000};
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
@@ -42,13 +48,6 @@ void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, long timeout_ns)
 void futex_wake_all(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
-
-bool process_gone(int32_t pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
-
-// How long a sleeping waiter stays asleep before it looks at liveness again.
-constexpr long kSleepSliceNs = 20 * 1000 * 1000;
-
-}  // namespace
 
 bool oversubscribed(uint32_t nranks) {
   // Read once per process: sysconf reads a sysfs file, which every new

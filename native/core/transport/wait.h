@@ -1,6 +1,7 @@
 // Waiting for a peer's control line: spin briefly, then yield, then sleep on
 // a futex, checking now and then that the peer is still alive.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -22,6 +23,14 @@ struct WaitPolicy {
   // (NODEMPI_SPIN_US, NODEMPI_YIELD_US).
   static WaitPolicy for_job(uint32_t nranks);
 };
+
+// CLOCK_MONOTONIC in nanoseconds.
+uint64_t now_ns();
+// Sleep while *word == expected, at most timeout_ns (the word lives in
+// shared memory, so the futex is not process-private); wake every sleeper.
+// Every waker wakes all: several ranks often wait on one word.
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, long timeout_ns);
+void futex_wake_all(std::atomic<uint32_t>* word);
 
 // Publish `value` on `line` and wake sleepers, if any.
 void post(CtrlLine* line, uint32_t value);
