@@ -10,6 +10,8 @@
 //                built against that library (Debian's: Open MPI only)
 //   nodempi-mpi  bench/nodempi_job.mjs under the library's launcher with
 //                NODEMPI_BACKEND=mpi: the package over that library
+//   nodempi-mpi-single  the same with NODEMPI_MPI_THREAD_LEVEL=single
+//                (MPI_THREAD_SINGLE, as C's MPI_Init, instead of FUNNELED)
 //   nodempi-shm  bench/nodempi_job.mjs under the package's launcher
 //                (node dist/cli.js -n N), as bench/run.mjs runs it; it uses no
 //                MPI library, so one job per world size serves every table
@@ -37,8 +39,13 @@ import { compactJson, loadSummary, repeatJobs, roundPoint, summarize, writeBetwe
 import { ALL_COLLS, COLLS, SIZES, sweepArgv } from './lib/sweep.mjs';
 
 const NODE = process.execPath;
-const IMPLS = ['c', 'mpi4py', 'nodempi-mpi', 'nodempi-shm'];
-const LABELS = { c: 'C', mpi4py: 'mpi4py', 'nodempi-mpi': 'nodempi-mpi', 'nodempi-shm': 'nodempi-shm' };
+const IMPLS = ['c', 'mpi4py', 'nodempi-mpi', 'nodempi-mpi-single', 'nodempi-shm'];
+const LABELS = { c: 'C', mpi4py: 'mpi4py', 'nodempi-mpi': 'nodempi-mpi', 'nodempi-mpi-single': 'nodempi-mpi single', 'nodempi-shm': 'nodempi-shm' };
+// What the nodempi-mpi jobs add to the ranks' environment.
+const NODEMPI_ENV = {
+  'nodempi-mpi': { NODEMPI_BACKEND: 'mpi' },
+  'nodempi-mpi-single': { NODEMPI_BACKEND: 'mpi', NODEMPI_MPI_THREAD_LEVEL: 'single' },
+};
 const LIBS = {
   openmpi: {
     name: 'Open MPI', mpicc: 'mpicc.openmpi', launcher: 'mpirun.openmpi', install: 'apt-get install -y openmpi-bin libopenmpi-dev',
@@ -136,32 +143,34 @@ function libraryVersion(lib) {
 }
 
 // ---------------------------------------------------------------- jobs
-/** The library's launcher and its flags for np ranks. */
-function launch(lib, np, tcp, nodempiMpi) {
+/** The library's launcher and its flags for np ranks whose environment gains `env`. */
+function launch(lib, np, tcp, env = {}) {
+  const vars = Object.entries(env);
   if (lib === 'openmpi') {
     return [LIBS.openmpi.launcher, [
       ...(process.getuid?.() === 0 ? ['--allow-run-as-root'] : []),
       // more ranks than slots (cores) is refused without it
       ...(np > NCPU ? ['--oversubscribe'] : []),
       ...(tcp ? LIBS.openmpi.tcp : []),
-      ...(nodempiMpi ? ['-x', 'NODEMPI_BACKEND=mpi'] : []),
+      ...vars.flatMap(([k, v]) => ['-x', `${k}=${v}`]),
       '-n', String(np)]];
   }
-  return [LIBS.mpich.launcher, [...(tcp ? LIBS.mpich.tcp : []), ...(nodempiMpi ? ['-genv', 'NODEMPI_BACKEND', 'mpi'] : []), '-n', String(np)]];
+  return [LIBS.mpich.launcher, [...(tcp ? LIBS.mpich.tcp : []), ...vars.flatMap(([k, v]) => ['-genv', k, v]), '-n', String(np)]];
 }
 
 function jobCommand({ mpi: lib, np, impl }, sweep, ctx) {
   switch (impl) {
     case 'c': {
-      const [cmd, args] = launch(lib, np, ctx.tcp, false);
+      const [cmd, args] = launch(lib, np, ctx.tcp);
       return [cmd, [...args, ctx.exe[lib], ...sweep, '--label', 'c']];
     }
     case 'mpi4py': {
-      const [cmd, args] = launch(lib, np, ctx.tcp, false);
+      const [cmd, args] = launch(lib, np, ctx.tcp);
       return [cmd, [...args, ctx.python, join(BENCH, 'mpi4py', 'osu_coll.py'), ...sweep, '--label', 'mpi4py']];
     }
-    case 'nodempi-mpi': {
-      const [cmd, args] = launch(lib, np, ctx.tcp, true);
+    case 'nodempi-mpi':
+    case 'nodempi-mpi-single': {
+      const [cmd, args] = launch(lib, np, ctx.tcp, NODEMPI_ENV[impl]);
       return [cmd, [...args, NODE, join(BENCH, 'nodempi_job.mjs'), ...sweep]];
     }
     case 'nodempi-shm':
@@ -292,7 +301,7 @@ function markdown(result) {
   lines.push('');
   for (const lib of config.mpis) {
     const impls = implsFor(config, lib);
-    const ratios = [['nodempi-mpi', 'c'], ['nodempi-mpi', 'mpi4py'], ['mpi4py', 'c'], ['nodempi-shm', 'c']]
+    const ratios = [['nodempi-mpi', 'c'], ['nodempi-mpi-single', 'c'], ['nodempi-mpi', 'mpi4py'], ['mpi4py', 'c'], ['nodempi-shm', 'c']]
       .filter(([a, b]) => impls.includes(a) && impls.includes(b));
     for (const np of config.nps) {
       const notes = [];
@@ -434,10 +443,11 @@ async function main() {
     `${o.tcp ? 'TCP between the MPI ranks' : 'default transports'}`);
 
   // A launcher's environment may pin Open MPI's single-copy mechanism (or the
-  // backend); every job here starts from the defaults.
+  // backend, or its thread level); every job here starts from the defaults.
   const env = { ...process.env };
   delete env.OMPI_MCA_btl_vader_single_copy_mechanism;
   delete env.NODEMPI_BACKEND;
+  delete env.NODEMPI_MPI_THREAD_LEVEL;
   const ctx = { exe, python, tcp: o.tcp };
   let rep;
   try {

@@ -166,8 +166,10 @@ export interface NativeAddon {
   mpiOpen(candidates: string[]): { path: string; abi: string } | { tried: string[] };
   mpiLibraryVersion(): string;
   mpiProcessorName(): string;
-  /** MPI_Init_thread (FUNNELED): [rank, size] in COMM_WORLD. */
-  mpiInit(): [rank: number, size: number];
+  /** MPI_Init_thread (threadLevel 0: SINGLE, 1: FUNNELED): [rank, size] in COMM_WORLD. */
+  mpiInit(threadLevel: number): [rank: number, size: number];
+  /** MPI_Query_thread: the thread level the library provides. */
+  mpiThreadLevel(): number;
   mpiFinalize(): void;
   mpiAbort(code: number): void;
   /** [rank, size, remoteSize]; remoteSize -1 for an intracommunicator. */

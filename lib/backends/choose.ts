@@ -68,6 +68,20 @@ export function chooseBackend(env: NodeJS.ProcessEnv = process.env): Choice {
   return { backend: 'shm', reason: 'no launcher: a world of one', launcher: null, expectedSize: null };
 }
 
+/**
+ * The thread level the mpi backend asks MPI_Init_thread for, from
+ * NODEMPI_MPI_THREAD_LEVEL: 1, MPI_THREAD_FUNNELED (default: only the
+ * thread that opened MPI calls it, while Node's other threads run), or 0,
+ * MPI_THREAD_SINGLE with `single` (README "Across machines" says what it
+ * saves and what it risks). Throws ERR_ARG for any other value.
+ */
+export function threadLevel(env: NodeJS.ProcessEnv = process.env): 0 | 1 {
+  const v = env.NODEMPI_MPI_THREAD_LEVEL;
+  if (v === undefined || v === '' || v === 'funneled') return 1;
+  if (v === 'single') return 0;
+  throw new MPIError('ERR_ARG', `init: NODEMPI_MPI_THREAD_LEVEL must be "funneled" or "single", got ${JSON.stringify(v)}`);
+}
+
 // Library file names by ABI, as the dynamic linker finds them: Open MPI
 // 3 to 5; MPICH; Intel MPI and others of MPICH's ABI; the unversioned
 // development link last.

@@ -6,10 +6,11 @@
  *
  * Communicators, groups and intercommunicators are the library's; their
  * members' COMM_WORLD ranks come from MPI_Group_translate_ranks.
- * Everything runs on the main thread (MPI_THREAD_FUNNELED): nonblocking
- * requests progress while JavaScript waits in the event loop, which polls
- * the library (MPI_Testsome) between other work for as long as requests
- * are active, and inside test()/wait().
+ * Everything runs on one thread (MPI_THREAD_FUNNELED, or SINGLE with
+ * NODEMPI_MPI_THREAD_LEVEL=single): nonblocking requests progress while
+ * JavaScript waits in the event loop, which polls the library
+ * (MPI_Testsome) between other work for as long as requests are active,
+ * and inside test()/wait().
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -20,7 +21,7 @@ import { setTagUb } from '../constants.js';
 import { MPIError } from '../errors.js';
 import { native } from '../native.js';
 import { mpi as p2p, tagUb } from '../p2p/mpi.js';
-import { chooseBackend, launcherMismatch, libraryCandidates, worldSizeAdvice } from './choose.js';
+import { chooseBackend, launcherMismatch, libraryCandidates, threadLevel, worldSizeAdvice } from './choose.js';
 
 const INT32 = 2 ** 31;
 
@@ -133,8 +134,9 @@ const backend: Backend = {
   runtime: {
     init() {
       const env = process.env;
+      const level = threadLevel(env);
       opened = open(env);
-      const [rank, size] = native.mpiInit();
+      const [rank, size] = native.mpiInit(level);
       const expected = chooseBackend(env).expectedSize;
       if (expected !== null && size !== expected) {
         const { reason, launcher } = chooseBackend(env);

@@ -147,15 +147,23 @@ Napi::Value ProcessorName(const Napi::CallbackInfo& info) {
   return Napi::String::New(info.Env(), guarded(info.Env(), [&] { return b.lib->processor_name(); }));
 }
 
-// mpiInit(): [rank, size] in COMM_WORLD
+// mpiInit(threadLevel): [rank, size] in COMM_WORLD; threadLevel 0 asks for
+// MPI_THREAD_SINGLE, 1 for MPI_THREAD_FUNNELED.
 Napi::Value Init(const Napi::CallbackInfo& info) {
   MpiBackend& b = backend(info.Env(), "init");
+  const mpi::ThreadLevel level = int_arg(info, 0) == 0 ? mpi::ThreadLevel::SINGLE : mpi::ThreadLevel::FUNNELED;
   int rank = 0, size = 0;
-  guarded(info.Env(), [&] { b.lib->init(&rank, &size); });
+  guarded(info.Env(), [&] { b.lib->init(level, &rank, &size); });
   Napi::Array out = Napi::Array::New(info.Env(), 2);
   out.Set(0u, rank);
   out.Set(1u, size);
   return out;
+}
+
+// mpiThreadLevel(): MPI_Query_thread's answer.
+Napi::Value QueryThread(const Napi::CallbackInfo& info) {
+  MpiBackend& b = backend(info.Env(), "threadLevel");
+  return Napi::Number::New(info.Env(), guarded(info.Env(), [&] { return b.lib->thread_level(); }));
 }
 
 void Finalize(const Napi::CallbackInfo& info) {
@@ -739,6 +747,7 @@ void register_mpi(Napi::Env env, Napi::Object exports) {
   exports.Set("mpiLibraryVersion", Napi::Function::New(env, LibraryVersion, "mpiLibraryVersion"));
   exports.Set("mpiProcessorName", Napi::Function::New(env, ProcessorName, "mpiProcessorName"));
   exports.Set("mpiInit", Napi::Function::New(env, Init, "mpiInit"));
+  exports.Set("mpiThreadLevel", Napi::Function::New(env, QueryThread, "mpiThreadLevel"));
   exports.Set("mpiFinalize", Napi::Function::New(env, Finalize, "mpiFinalize"));
   exports.Set("mpiAbort", Napi::Function::New(env, Abort, "mpiAbort"));
   exports.Set("mpiCommInfo", Napi::Function::New(env, CommInfo, "mpiCommInfo"));

@@ -12,7 +12,7 @@ import { explain, fixtures, run, runJob, runSingleton, systemMpis, type JobResul
 
 const script = (name: string) => join(fixtures, 'mpi', name);
 
-interface Identity { backend: string; rank: number; size: number; sum: number; library: string; host: string }
+interface Identity { backend: string; rank: number; size: number; sum: number; library: string; host: string; threadLevel: number | null }
 function identities(r: JobResult): Identity[] {
   return r.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Identity).sort((a, b) => a.rank - b.rank);
 }
@@ -37,12 +37,26 @@ describe('which backend runs', () => {
       const ids = identities(r);
       expect(ids.map((i) => i.rank), explain(r)).toEqual([0, 1, 2]);
       for (const i of ids) {
-        expect(i).toMatchObject({ backend: 'mpi', size: 3, sum: 6 });
+        // MPI_THREAD_FUNNELED unless NODEMPI_MPI_THREAD_LEVEL says otherwise.
+        expect(i).toMatchObject({ backend: 'mpi', size: 3, sum: 6, threadLevel: 1 });
         expect(i.library).toMatch(mpi === 'openmpi' ? /Open MPI/ : /MPICH/);
         expect(i.host.length).toBeGreaterThan(0);
       }
     });
   }
+  for (const mpi of systemMpis) {
+    it(`under ${mpi}'s launcher with NODEMPI_MPI_THREAD_LEVEL=single: MPI_THREAD_SINGLE, one world`, async () => {
+      const r = await runJob(2, script('identity.mjs'), [], { launcher: mpi, env: { NODEMPI_MPI_THREAD_LEVEL: 'single' }, timeoutSec: 60 });
+      expect(r.status, explain(r)).toBe(0);
+      expect(identities(r).map((i) => [i.rank, i.sum, i.threadLevel]), explain(r)).toEqual([[0, 3, 0], [1, 3, 0]]);
+    });
+  }
+  it('an unknown NODEMPI_MPI_THREAD_LEVEL is an ERR_ARG that says what is allowed', async () => {
+    const r = await runSingleton(script('identity.mjs'), [], { env: { NODEMPI_BACKEND: 'mpi', NODEMPI_MPI_THREAD_LEVEL: 'multiple' } });
+    expect(r.status, explain(r)).not.toBe(0);
+    expect(r.stderr).toContain("code: 'ERR_ARG'");
+    expect(r.stderr).toContain('NODEMPI_MPI_THREAD_LEVEL must be "funneled" or "single", got "multiple"');
+  });
   it('under the nodempi launcher and as plain node: shm', async () => {
     const r = await runJob(2, script('identity.mjs'), [], { timeoutSec: 60 });
     expect(r.status, explain(r)).toBe(0);

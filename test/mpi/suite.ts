@@ -70,6 +70,13 @@ const entries: Entry[] = [
     { script: 'comm/intercomm.mjs', args: ['block', part], name: `intercomm block ${part}`, sizes: [2, 3, 4] },
     { script: 'comm/intercomm.mjs', args: ['interleaved', part], name: `intercomm interleaved ${part}`, sizes: [3, 4] },
   ]),
+  // MPI_THREAD_SINGLE (NODEMPI_MPI_THREAD_LEVEL=single): blocking,
+  // nonblocking and point-to-point.
+  ...[
+    { script: 'coll/allreduce.mjs', name: 'allreduce' },
+    { script: 'nonblocking/kinds.mjs', args: ['0,7,1500'], name: 'nonblocking kinds' },
+    { script: 'p2p/messages.mjs', name: 'p2p all' },
+  ].map((e) => ({ ...e, env: { NODEMPI_MPI_THREAD_LEVEL: 'single' } })),
   // Mismatch detection, opt-in here.
   { script: 'mismatch/mismatch.mjs', name: 'mismatch', env: { NODEMPI_CHECK_SAME: '1' }, sizes: [2, 3, 4] },
 ];

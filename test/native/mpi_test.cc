@@ -146,7 +146,7 @@ void test_open(const std::vector<std::string>& candidates, const std::string& ab
 }
 
 void test_init() {
-  g_mpi->init(&g_rank, &g_size);
+  g_mpi->init(mpi::ThreadLevel::FUNNELED, &g_rank, &g_size);
   context("init");
   CHECK_EQ(g_size, kRanks);
   CHECK(g_rank >= 0 && g_rank < g_size);

@@ -23,6 +23,7 @@ struct Api {
 
   // Start, identity, end
   int (*Init_thread)(int*, char***, int, int*);
+  int (*Query_thread)(int*);
   int (*Initialized)(int*);
   int (*Finalized)(int*);
   int (*Finalize)();

@@ -47,6 +47,7 @@ std::string Api<A>::load(void* (*lookup)(const char*)) {
     if (!fn) fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(lookup(mpix));
   };
   need(Init_thread, "MPI_Init_thread");
+  need(Query_thread, "MPI_Query_thread");
   need(Initialized, "MPI_Initialized");
   need(Finalized, "MPI_Finalized");
   need(Finalize, "MPI_Finalize");
@@ -340,14 +341,14 @@ class Library final : public Mpi {
     return s;
   }
 
-  void init(int* rank, int* size) override {
+  void init(ThreadLevel level, int* rank, int* size) override {
     int done = 0;
     api_.Initialized(&done);
     if (!done) {
       int provided = 0;
       // Errors in MPI_Init end the process under the library's default
       // handler, with the library's own message.
-      api_.Init_thread(nullptr, nullptr, 1 /* MPI_THREAD_FUNNELED */, &provided);
+      api_.Init_thread(nullptr, nullptr, int(level), &provided);
     }
     check(api_.Comm_set_errhandler(world_, errors_return_), "init");
     check(api_.Comm_set_errhandler(self_, errors_return_), "init");
@@ -633,6 +634,12 @@ class Library final : public Mpi {
   }
 
   int tag_ub() override { return tag_ub_; }
+
+  int thread_level() override {
+    int provided = -1;
+    check(api_.Query_thread(&provided), "threadLevel");
+    return provided;
+  }
 
   // ---- Collectives ------------------------------------------------------------
 

@@ -6,9 +6,10 @@
 // mpi_binding.cc unwraps JavaScript into these calls, and
 // test/native/mpi_test.cc drives them under mpirun and mpiexec.
 //
-// Threads: MPI is initialised with MPI_THREAD_FUNNELED, and every call,
-// including those that complete requests (where MPI may run user ops),
-// comes from the thread that opened it.
+// Threads: every call, including those that complete requests (where MPI
+// may run user ops), comes from the thread that opened the library, and MPI
+// is initialised with MPI_THREAD_FUNNELED unless the user asks for
+// MPI_THREAD_SINGLE (ThreadLevel).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -94,6 +95,15 @@ struct Opened {
   const char* abi = "";
 };
 
+// The thread levels nodempi asks for, by the values both ABIs give them.
+// FUNNELED is the truthful one in a Node process, whose other threads (V8's
+// collector among them) unmap memory while MPI runs: Open MPI then guards
+// its registration caches against their memory hooks, which costs a lock
+// around every progress step (a 2-rank barrier from C: 0.2 µs at SINGLE,
+// 0.5-0.7 µs at FUNNELED, bench/BACKENDS.md). SINGLE skips those locks;
+// MPICH takes none below MULTIPLE either way.
+enum class ThreadLevel : int { SINGLE = 0, FUNNELED = 1 };
+
 class Mpi {
  public:
   virtual ~Mpi() = default;
@@ -103,10 +113,12 @@ class Mpi {
   virtual std::string library_version() = 0;
   virtual std::string processor_name() = 0;
 
-  // MPI_Init_thread(FUNNELED) once; MPI_ERRORS_RETURN on COMM_WORLD and
+  // MPI_Init_thread(level) once; MPI_ERRORS_RETURN on COMM_WORLD and
   // COMM_SELF, so that errors come back as CoreErrors instead of ending
   // the process.
-  virtual void init(int* rank, int* size) = 0;
+  virtual void init(ThreadLevel level, int* rank, int* size) = 0;
+  // MPI_Query_thread: the level the library provides.
+  virtual int thread_level() = 0;
   virtual void finalize() = 0;
   [[noreturn]] virtual void abort(int code) = 0;
 
