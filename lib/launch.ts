@@ -172,6 +172,20 @@ sleep 1
 for p in $pids; do kill -KILL -$p 2>/dev/null; done
 exit 0`;
 
+/**
+ * The ranks' GLIBC_TUNABLES: the launcher's, with glibc.malloc.hugetlb=1
+ * added unless it names that tunable already. glibc then asks for
+ * transparent huge pages for the large blocks it maps, where V8 keeps
+ * large ArrayBuffers (numpy asks for them for its arrays): copying a
+ * 16 MiB message in and out of them takes about half the time (bench/README.md,
+ * "Measurements behind the code"). glibc reads it only at process start,
+ * so the launcher sets it; README "Tuning" says how to turn it off.
+ */
+export function withHugePages(tunables: string | undefined): string {
+  if (tunables === undefined || tunables === '') return 'glibc.malloc.hugetlb=1';
+  return /(^|:)glibc\.malloc\.hugetlb=/.test(tunables) ? tunables : `${tunables}:glibc.malloc.hugetlb=1`;
+}
+
 class Job {
   readonly #o: LaunchOptions;
   readonly #np: number;
@@ -262,9 +276,10 @@ class Job {
   }
 
   #env(r: number, fd: number): Record<string, string> {
+    const env = { ...(process.env as Record<string, string>), ...(this.#o.env ?? {}) };
     return {
-      ...(process.env as Record<string, string>),
-      ...(this.#o.env ?? {}),
+      ...env,
+      GLIBC_TUNABLES: withHugePages(env.GLIBC_TUNABLES),
       NODEMPI_RANK: String(r),
       NODEMPI_SIZE: String(this.#np),
       NODEMPI_FD: String(fd),

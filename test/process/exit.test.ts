@@ -5,7 +5,7 @@
  * and no surviving rank process. Failing ranks and signals to the launcher,
  * at 2 and 8 ranks and in both modes, are in faults.test.ts.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { explain, nodempi } from '../helpers/job.js';
@@ -22,6 +22,21 @@ describe('normal end', () => {
       expect(r.stdout, explain(r)).toContain(`env rank=${k} size=${np} fd=3 world=${k}/${np} sum=${sum}\n`);
     }
     expect(await expectClean(before)).toEqual({ leaked: [], left: [] });
+  });
+
+  // glibc.malloc.hugetlb=1 (lib/launch.ts withHugePages): large buffers get
+  // MADV_HUGEPAGE; the user's other tunables stay, and their own hugetlb wins.
+  // glibc advises only where the kernel's THP mode is `madvise` (with
+  // `always` every large mapping is huge anyway, with `never` none is).
+  const advised = /\[madvise\]/.test(readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8')) ? 'yes' : 'no';
+  test.concurrent.each([
+    ['empty', '', advised, 'glibc.malloc.hugetlb=1'],
+    ['with other tunables', 'glibc.malloc.arena_max=2', advised, 'glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1'],
+    ['turned off by the user', 'glibc.malloc.hugetlb=0', 'no', 'glibc.malloc.hugetlb=0'],
+  ])('GLIBC_TUNABLES %s: ranks get huge-page advice as the variable says', async (_name, tunables, hg, seen) => {
+    const r = await nodempi(['-n', '2', join(processFixtures, 'hugepages.mjs')], { env: { GLIBC_TUNABLES: tunables } });
+    expect(r.status, explain(r)).toBe(0);
+    for (const k of [0, 1]) expect(r.stdout, explain(r)).toContain(`rank ${k}: hg=${hg} sum=1 tunables=${seen}\n`);
   });
 
   test('--tag-output prefixes every line of stdout and stderr with [rank], partial lines included', async () => {
