@@ -10,8 +10,11 @@
 //                built against that library (Debian's: Open MPI only)
 //   nodempi-mpi  bench/nodempi_job.mjs under the library's launcher with
 //                NODEMPI_BACKEND=mpi: the package over that library
-//   nodempi-mpi-single  the same with NODEMPI_MPI_THREAD_LEVEL=single
-//                (MPI_THREAD_SINGLE, as C's MPI_Init, instead of FUNNELED)
+//   nodempi-mpi-tuned  the same with README's two settings for the mpi
+//                backend: NODEMPI_MPI_THREAD_LEVEL=single (MPI_THREAD_SINGLE,
+//                as C's MPI_Init, instead of FUNNELED) and
+//                GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (huge pages, which
+//                the nodempi launcher sets for shm and numpy asks for itself)
 //   nodempi-shm  bench/nodempi_job.mjs under the package's launcher
 //                (node dist/cli.js -n N), as bench/run.mjs runs it; it uses no
 //                MPI library, so one job per world size serves every table
@@ -39,12 +42,12 @@ import { compactJson, loadSummary, repeatJobs, roundPoint, summarize, writeBetwe
 import { ALL_COLLS, COLLS, SIZES, sweepArgv } from './lib/sweep.mjs';
 
 const NODE = process.execPath;
-const IMPLS = ['c', 'mpi4py', 'nodempi-mpi', 'nodempi-mpi-single', 'nodempi-shm'];
-const LABELS = { c: 'C', mpi4py: 'mpi4py', 'nodempi-mpi': 'nodempi-mpi', 'nodempi-mpi-single': 'nodempi-mpi single', 'nodempi-shm': 'nodempi-shm' };
+const IMPLS = ['c', 'mpi4py', 'nodempi-mpi', 'nodempi-mpi-tuned', 'nodempi-shm'];
+const LABELS = { c: 'C', mpi4py: 'mpi4py', 'nodempi-mpi': 'nodempi-mpi', 'nodempi-mpi-tuned': 'nodempi-mpi tuned', 'nodempi-shm': 'nodempi-shm' };
 // What the nodempi-mpi jobs add to the ranks' environment.
 const NODEMPI_ENV = {
   'nodempi-mpi': { NODEMPI_BACKEND: 'mpi' },
-  'nodempi-mpi-single': { NODEMPI_BACKEND: 'mpi', NODEMPI_MPI_THREAD_LEVEL: 'single' },
+  'nodempi-mpi-tuned': { NODEMPI_BACKEND: 'mpi', NODEMPI_MPI_THREAD_LEVEL: 'single', GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1' },
 };
 const LIBS = {
   openmpi: {
@@ -169,7 +172,7 @@ function jobCommand({ mpi: lib, np, impl }, sweep, ctx) {
       return [cmd, [...args, ctx.python, join(BENCH, 'mpi4py', 'osu_coll.py'), ...sweep, '--label', 'mpi4py']];
     }
     case 'nodempi-mpi':
-    case 'nodempi-mpi-single': {
+    case 'nodempi-mpi-tuned': {
       const [cmd, args] = launch(lib, np, ctx.tcp, NODEMPI_ENV[impl]);
       return [cmd, [...args, NODE, join(BENCH, 'nodempi_job.mjs'), ...sweep]];
     }
@@ -301,7 +304,7 @@ function markdown(result) {
   lines.push('');
   for (const lib of config.mpis) {
     const impls = implsFor(config, lib);
-    const ratios = [['nodempi-mpi', 'c'], ['nodempi-mpi-single', 'c'], ['nodempi-mpi', 'mpi4py'], ['mpi4py', 'c'], ['nodempi-shm', 'c']]
+    const ratios = [['nodempi-mpi', 'c'], ['nodempi-mpi-tuned', 'c'], ['nodempi-mpi', 'mpi4py'], ['mpi4py', 'c'], ['nodempi-shm', 'c']]
       .filter(([a, b]) => impls.includes(a) && impls.includes(b));
     for (const np of config.nps) {
       const notes = [];
@@ -443,11 +446,13 @@ async function main() {
     `${o.tcp ? 'TCP between the MPI ranks' : 'default transports'}`);
 
   // A launcher's environment may pin Open MPI's single-copy mechanism (or the
-  // backend, or its thread level); every job here starts from the defaults.
+  // backend, its thread level, malloc's huge pages); every job here starts
+  // from the defaults.
   const env = { ...process.env };
   delete env.OMPI_MCA_btl_vader_single_copy_mechanism;
   delete env.NODEMPI_BACKEND;
   delete env.NODEMPI_MPI_THREAD_LEVEL;
+  delete env.GLIBC_TUNABLES;
   const ctx = { exe, python, tcp: o.tcp };
   let rep;
   try {

@@ -151,6 +151,8 @@ describe('jobs across two emulated hosts', () => {
       ['mpirun', 20, /--timeout/],
       ['mpiexec', 20, /APPLICATION TIMED OUT, TIMEOUT = 20s/],
       ['srun-pmix', 120, /Node failure on node2/],
+      ['srun-pmi2', 120, /Node failure on node2/],
+      ['salloc-mpirun', 20, /--timeout/],
     ];
     for (const [how, timeoutSec, says] of cut) {
       it(`${how}: node2's link down in the middle of allreduces ends the job with an error, no result`, async () => {
