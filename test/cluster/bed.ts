@@ -174,16 +174,23 @@ export async function setLink(bed: Bed, host: string, state: 'up' | 'down'): Pro
 }
 
 /**
- * Brings Slurm's node `host` back after its link came back (slurmctld set
- * it DOWN when it stopped answering), and waits until it is idle.
+ * Brings Slurm's node `host` back after its link came back, and waits
+ * until it is idle. slurmctld sets it DOWN when it stops answering, or
+ * DRAINED when a job's processes there could not be ended in time (an
+ * allocation that ended while the link was down): resumed again while it
+ * is either, since a job still completing there can drain it after the
+ * first resume.
  */
-export async function resumeNode(bed: Bed, host: string, limitMs = 60_000): Promise<void> {
-  await onHostRun(bed, bed.hosts[0]!, ['scontrol', 'update', `nodename=${host}`, 'state=resume'], {}, 10_000);
+export async function resumeNode(bed: Bed, host: string, limitMs = 90_000): Promise<void> {
   const t0 = Date.now();
   for (;;) {
     const r = await onHostRun(bed, bed.hosts[0]!, ['sinfo', '-h', '-N', '-n', host, '-o', '%T'], {}, 10_000);
-    if (r.stdout.trim() === 'idle') return;
-    if (Date.now() - t0 > limitMs) throw new Error(`Slurm's node ${host} is not idle again: ${r.stdout.trim()}`);
+    const state = r.stdout.trim();
+    if (state === 'idle') return;
+    if (Date.now() - t0 > limitMs) throw new Error(`Slurm's node ${host} is not idle again: ${state}`);
+    if (/^(down|drain|drained|draining)\b/.test(state)) {
+      await onHostRun(bed, bed.hosts[0]!, ['scontrol', 'update', `nodename=${host}`, 'state=resume'], {}, 10_000);
+    }
     await new Promise((f) => setTimeout(f, 1000));
   }
 }

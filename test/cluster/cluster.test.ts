@@ -145,8 +145,8 @@ describe('jobs across two emulated hosts', () => {
     // checks every result). Neither MPI notices a silent peer by itself:
     // mpirun's --timeout and MPIEXEC_TIMEOUT end the job (20 s here, room for a slow start);
     // under Slurm, slurmctld declares node2 failed after SlurmdTimeout
-    // (30 s, test/cluster/up.sh) and ends the step (test/cluster/README.md
-    // has the times measured).
+    // (30 s, test/cluster/up.sh) and ends the step; inside salloc, mpirun's
+    // --timeout comes first (test/cluster/README.md has the times measured).
     const cut: [ClusterLauncher, number, RegExp][] = [
       ['mpirun', 20, /--timeout/],
       ['mpiexec', 20, /APPLICATION TIMED OUT, TIMEOUT = 20s/],
