@@ -146,12 +146,18 @@ export async function runOnCluster(bed: Bed, how: ClusterLauncher, np: number, s
   const timeoutSec = opts.timeoutSec ?? 120;
   const job = clusterJob(bed, how, np, timeoutSec, script, args);
   const r = await onHostRun(bed, bed.hosts[0]!, job.argv, { ...job.env, ...opts.env }, (timeoutSec + 60) * 1000);
-  if (how === 'sbatch') {
-    const id = /Submitted batch job (\d+)/.exec(r.stdout)?.[1];
-    const out = id ? sbatchOutput(bed).replace('%j', id) : null;
-    if (out && existsSync(out)) r.stdout += readFileSync(out, 'utf8');
-  }
+  if (how === 'sbatch') r.stdout += sbatchLog(bed, r.stdout);
   return r;
+}
+
+/**
+ * What an sbatch job has written to its output file so far, found from the
+ * job id that `sbatch` printed on `stdout` ('' before it has).
+ */
+export function sbatchLog(bed: Bed, stdout: string): string {
+  const id = /Submitted batch job (\d+)/.exec(stdout)?.[1];
+  const out = id ? sbatchOutput(bed).replace('%j', id) : null;
+  return out && existsSync(out) ? readFileSync(out, 'utf8') : '';
 }
 
 /**

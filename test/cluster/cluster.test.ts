@@ -16,7 +16,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { explain, expectPassed, fixtures } from '../helpers/job.js';
 import {
-  clusterJob, down, launchers, missing, onHostRun, onHostStart, resumeNode, runOnCluster, setLink, up, type Bed, type ClusterLauncher,
+  clusterJob, down, launchers, missing, onHostRun, onHostStart, resumeNode, runOnCluster, sbatchLog, setLink, up, type Bed,
+  type ClusterLauncher,
 } from './bed.js';
 
 interface Fixture { script: string; args?: string[]; name: string }
@@ -145,24 +146,29 @@ describe('jobs across two emulated hosts', () => {
     // checks every result). Neither MPI notices a silent peer by itself:
     // mpirun's --timeout and MPIEXEC_TIMEOUT end the job (20 s here, room for a slow start);
     // under Slurm, slurmctld declares node2 failed after SlurmdTimeout
-    // (30 s, test/cluster/up.sh) and ends the step; inside salloc, mpirun's
-    // --timeout comes first (test/cluster/README.md has the times measured).
+    // (30 s, test/cluster/up.sh) and ends the step; inside salloc and
+    // sbatch, mpirun's --timeout and MPIEXEC_TIMEOUT come first
+    // (test/cluster/README.md has the times measured).
     const cut: [ClusterLauncher, number, RegExp][] = [
       ['mpirun', 20, /--timeout/],
       ['mpiexec', 20, /APPLICATION TIMED OUT, TIMEOUT = 20s/],
       ['srun-pmix', 120, /Node failure on node2/],
       ['srun-pmi2', 120, /Node failure on node2/],
       ['salloc-mpirun', 20, /--timeout/],
+      ['sbatch', 20, /APPLICATION TIMED OUT, TIMEOUT = 20s/],
     ];
     for (const [how, timeoutSec, says] of cut) {
       it(`${how}: node2's link down in the middle of allreduces ends the job with an error, no result`, async () => {
         const job = clusterJob(bed, how, 2, timeoutSec, join(fixtures, 'mpi', 'spin.mjs'), ['600']);
         const started = onHostStart(bed, bed.hosts[0]!, job.argv, job.env, (timeoutSec + 60) * 1000);
+        // An sbatch job's ranks write to its output file.
+        const output = () => (how === 'sbatch' ? sbatchLog(bed, started.stdout()) : started.stdout());
         try {
-          for (let i = 0; i < 600 && !started.stdout().includes('running on 2 ranks'); i++) await new Promise((f) => setTimeout(f, 100));
-          expect(started.stdout(), 'the ranks never met').toContain('running on 2 ranks');
+          for (let i = 0; i < 600 && !output().includes('running on 2 ranks'); i++) await new Promise((f) => setTimeout(f, 100));
+          expect(output(), 'the ranks never met').toContain('running on 2 ranks');
           await setLink(bed, 'node2', 'down');
           const r = await started.done;
+          if (how === 'sbatch') r.stdout += sbatchLog(bed, r.stdout);
           expect(r.hung, explain(r)).toBe(false);
           expect(r.status, explain(r)).not.toBe(0);
           expect(r.stdout, explain(r)).not.toMatch(/^spin: rank/m);
