@@ -567,8 +567,12 @@ std::string P2P::failure(const Watch& w) const {
   return "no rank that could send the message is left (" + first + ")";
 }
 
-bool P2P::pause(uint32_t seen, uint64_t since_ns, long max_sleep_ns) {
-  const uint64_t waited = now_ns() - since_ns;
+bool P2P::pause(uint32_t seen, uint64_t& since_ns, long max_sleep_ns) {
+  // The clock is read from the second call of a wait on (a message that is
+  // there at once, or within one round of spinning, costs none).
+  const uint64_t now = now_ns();
+  if (since_ns == 0) since_ns = now;
+  const uint64_t waited = now - since_ns;
   // 1. Spin: a peer on another core usually sends within microseconds.
   if (waited < policy_.spin_ns) {
     for (int i = 0; i < 256; ++i) {
@@ -593,7 +597,7 @@ bool P2P::pause(uint32_t seen, uint64_t since_ns, long max_sleep_ns) {
 
 template <class Done, class Cleanup>
 void P2P::block(std::unique_lock<std::mutex>& lk, Done done, const Watch& w, const char* what, Cleanup cleanup) {
-  const uint64_t since = now_ns();
+  uint64_t since = 0;  // set by pause(): a receive whose message is there reads no clock
   for (;;) {
     // Read before progress: whatever arrives after it moves the doorbell.
     const uint32_t seen = bell_->seq.load(std::memory_order_acquire);
@@ -619,7 +623,8 @@ void P2P::drive(const progress::Op* op, uint64_t since_ns) {
   progress();
   if (!op || op->state.load(std::memory_order_acquire) == progress::Op::DONE) return;
   lk.unlock();
-  pause(seen, since_ns, 1000 * 1000);
+  uint64_t since = since_ns;
+  pause(seen, since, 1000 * 1000);
 }
 
 // Nonblocking requests whose peers have gone fail (after the rings have

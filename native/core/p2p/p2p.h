@@ -207,9 +207,10 @@ class P2P {
   template <class Done, class Cleanup>
   void block(std::unique_lock<std::mutex>& lk, Done done, const Watch& w, const char* what, Cleanup cleanup);
   // Waits (without mu_) for the doorbell to move past `seen`: spins, yields
-  // or sleeps by the time since `since_ns`; sleeps at most `max_sleep_ns`.
-  // True after a sleep (time to look at liveness).
-  bool pause(uint32_t seen, uint64_t since_ns, long max_sleep_ns);
+  // or sleeps by the time since `since_ns` (0: the wait begins now, and
+  // pause() sets it); sleeps at most `max_sleep_ns`. True after a sleep
+  // (time to look at liveness).
+  bool pause(uint32_t seen, uint64_t& since_ns, long max_sleep_ns);
   void thread_main();
 
   transport::Segment* seg_;
