@@ -90,23 +90,25 @@ export interface NativeAddon {
   // point-to-point (lib/p2p/shm.ts): `peer` is a rank's index in the
   // communicator's context (on an intercommunicator, remoteBase + its rank
   // in the remote group); `self` is this rank in its own group, which the
-  // receiver matches and reports as the source. A receive or probe gives
-  // up with ERR_PROC_FAILED once the members [first, first + count) of the
-  // context that could send its message have all gone. `status` is a
-  // Float64Array(4): source, tag, byteLength, message handle.
+  // receiver matches and reports as the source. `status` is a
+  // Float64Array(4): source, tag, byteLength, message handle. A receive or
+  // probe reads its envelope from it first: [source, tag, first, count],
+  // source -1 for ANY_SOURCE and tag -1 for ANY_TAG; it gives up with
+  // ERR_PROC_FAILED once the members [first, first + count) of the context
+  // that could send its message have all gone.
   /** Standard-mode send; returns once the message is in the ring. */
   p2pSend(comm: number, buf: View, bytes: number, peer: number, tag: number, self: number): void;
   /** The same, nonblocking: a request id of the progress engine. */
   p2pIsend(comm: number, buf: View, bytes: number, peer: number, tag: number, self: number): number;
-  /** source -1 is ANY_SOURCE, tag -1 ANY_TAG; a longer message fills status and throws ERR_TRUNCATE. */
-  p2pRecv(comm: number, buf: View, bytes: number, source: number, tag: number, status: Float64Array, first: number, count: number): void;
+  /** A longer message fills status and throws ERR_TRUNCATE. */
+  p2pRecv(comm: number, buf: View, bytes: number, status: Float64Array): void;
   /** The same, nonblocking: a request id; status is written before it completes. */
-  p2pIrecv(comm: number, buf: View, bytes: number, source: number, tag: number, status: Float64Array, first: number, count: number): number;
+  p2pIrecv(comm: number, buf: View, bytes: number, status: Float64Array): number;
   /**
    * kind 0 probe, 1 iprobe (returns whether a message matched), 2 mprobe
    * (status[3] the handle), 3 improbe (returns a request id).
    */
-  p2pProbe(comm: number, source: number, tag: number, status: Float64Array, first: number, count: number, kind: number): boolean | number | undefined;
+  p2pProbe(comm: number, status: Float64Array, kind: number): boolean | number | undefined;
   /** Receives the message of an mprobe/improbe handle, once. */
   p2pMrecv(message: number, buf: View, bytes: number, status: Float64Array): void;
 

@@ -21,17 +21,23 @@ function peer(c: Peers, rank: number): number {
   return 'remoteBase' in c ? c.remoteBase + rank : rank;
 }
 
-// The members whose failure ends a wait for a message from `source`: that
-// rank, or, for ANY_SOURCE, every rank that could send it (the remote group
-// of an intercommunicator), as the first of them and how many. Two numbers
-// rather than a pair: a receive must not allocate.
-function firstWatched(c: Peers, source: number): number {
-  if (source !== ANY) return peer(c, source);
-  return 'remoteBase' in c ? c.remoteBase : 0;
-}
-function watchedCount(c: Peers, source: number): number {
-  if (source !== ANY) return 1;
-  return 'remoteBase' in c ? c.remoteSize : c.size;
+// A receive's or probe's envelope, written into its status array for the
+// addon to read (native.ts): the source and tag it matches, and the members
+// whose failure ends its wait for a message from `source`: that rank, or,
+// for ANY_SOURCE, every rank that could send it (the remote group of an
+// intercommunicator), as the first of them and how many. Returns the array.
+function envelope(c: Peers, source: number, tag: number, status: Float64Array): Float64Array {
+  status[0] = source;
+  status[1] = tag;
+  const inter = 'remoteBase' in c;
+  if (source !== ANY) {
+    status[2] = peer(c, source);
+    status[3] = 1;
+  } else {
+    status[2] = inter ? c.remoteBase : 0;
+    status[3] = inter ? c.remoteSize : c.size;
+  }
+  return status;
 }
 
 const PROBE = 0, IPROBE = 1, MPROBE = 2, IMPROBE = 3;
@@ -46,27 +52,27 @@ export const shmP2P: PointToPoint = {
   },
 
   recv(c, view, bytes, source, tag, status) {
-    native.p2pRecv(c.handle, view, bytes, source, tag, status, firstWatched(c, source), watchedCount(c, source));
+    native.p2pRecv(c.handle, view, bytes, envelope(c, source, tag, status));
   },
 
   irecv(c, view, bytes, source, tag, status) {
-    return native.p2pIrecv(c.handle, view, bytes, source, tag, status, firstWatched(c, source), watchedCount(c, source));
+    return native.p2pIrecv(c.handle, view, bytes, envelope(c, source, tag, status));
   },
 
   probe(c, source, tag, status) {
-    native.p2pProbe(c.handle, source, tag, status, firstWatched(c, source), watchedCount(c, source), PROBE);
+    native.p2pProbe(c.handle, envelope(c, source, tag, status), PROBE);
   },
 
   iprobe(c, source, tag, status) {
-    return native.p2pProbe(c.handle, source, tag, status, firstWatched(c, source), watchedCount(c, source), IPROBE) as boolean;
+    return native.p2pProbe(c.handle, envelope(c, source, tag, status), IPROBE) as boolean;
   },
 
   mprobe(c, source, tag, status) {
-    native.p2pProbe(c.handle, source, tag, status, firstWatched(c, source), watchedCount(c, source), MPROBE);
+    native.p2pProbe(c.handle, envelope(c, source, tag, status), MPROBE);
   },
 
   improbe(c, source, tag, status) {
-    return native.p2pProbe(c.handle, source, tag, status, firstWatched(c, source), watchedCount(c, source), IMPROBE) as number;
+    return native.p2pProbe(c.handle, envelope(c, source, tag, status), IMPROBE) as number;
   },
 
   mrecv(message, view, bytes, status) {

@@ -87,17 +87,38 @@ uint32_t peer_arg(const Napi::CallbackInfo& info, size_t i, const coll::Context&
   return peer;
 }
 
-// Members [first, first + count) of the context, as world ranks.
-p2p::Watch watch_arg(const Napi::CallbackInfo& info, size_t i, const coll::Context& c, const char* call) {
-  uint32_t first = u32_arg(info, i), count = u32_arg(info, i + 1);
-  if (first > c.size() || count > c.size() - first) {
-    throw_mpi(info.Env(), ErrorClass::RANK, std::string(call) + ": source out of range");
-  }
-  return p2p::Watch{c.world_ranks() + first, count};
-}
-
 double* status_arg(const Napi::CallbackInfo& info, size_t i, const char* call) {
   return reinterpret_cast<double*>(need_bytes(info, i, 4 * sizeof(double), call, "status").data);
+}
+
+// What a receive or probe matches, and whose failure ends its wait: lib
+// (lib/p2p/shm.ts) writes them into the status array before the call, as
+// [source, tag, first, count], the watched members being [first, first +
+// count) of the context. In the array rather than as arguments: each
+// number argument is a call into V8, and node-addon-api allocates the
+// argument list of a call with more than six.
+struct Envelope {
+  p2p::Match match;
+  p2p::Watch watch;
+};
+
+Envelope envelope(const Napi::CallbackInfo& info, const coll::Context& c, double* status, const char* call) {
+  const double source = status[0], tag = status[1], first = status[2], count = status[3];
+  if (!(source >= -1 && source <= INT32_MAX && tag >= -1 && tag <= INT32_MAX)) {
+    throw_mpi(info.Env(), ErrorClass::ARG, std::string(call) + ": source or tag out of range");
+  }
+  if (!(first >= 0 && count >= 0 && first <= c.size() && count <= c.size() - first)) {
+    throw_mpi(info.Env(), ErrorClass::RANK, std::string(call) + ": source out of range");
+  }
+  Envelope e{p2p::Match{key_of(c, u32_arg(info, 0)), int32_t(source), int32_t(tag)},
+             p2p::Watch{c.world_ranks() + uint32_t(first), uint32_t(count)}};
+  // Read: from here on the array is the status, "no message" until one
+  // matches (what a failed receive leaves).
+  status[0] = -1;
+  status[1] = -1;
+  status[2] = 0;
+  status[3] = 0;
+  return e;
 }
 
 void write_status(double* out, const p2p::Status& st) {
@@ -157,17 +178,17 @@ struct RecvArgs {
   p2p::Match match;
 };
 
-// (comm, view, bytes, source, tag, status, first, count)
+// (comm, view, bytes, status holding the envelope)
 RecvArgs recv_args(const Napi::CallbackInfo& info, const char* call) {
   coll::Context& c = context_arg(info, call);
   size_t bytes = size_arg(info, 2, call, "byte count");
   Bytes buf = need_bytes(info, 1, bytes, call, "buffer");
-  double* status = status_arg(info, 5, call);
-  p2p::Watch w = watch_arg(info, 6, c, call);
-  return RecvArgs{buf, bytes, status, w, p2p::Match{key_of(c, u32_arg(info, 0)), i32_arg(info, 3), i32_arg(info, 4)}};
+  double* status = status_arg(info, 3, call);
+  Envelope e = envelope(info, c, status, call);
+  return RecvArgs{buf, bytes, status, e.watch, e.match};
 }
 
-// p2pRecv(comm, view, bytes, source, tag, status, first, count)
+// p2pRecv(comm, view, bytes, status)
 void Recv(const Napi::CallbackInfo& info) {
   RecvArgs a = recv_args(info, "recv");
   p2p::P2P& p = *state_of(info.Env(), "recv").core;
@@ -181,33 +202,34 @@ void Recv(const Napi::CallbackInfo& info) {
   write_status(a.status, st);
 }
 
-// p2pIrecv(comm, view, bytes, source, tag, status, first, count) -> request id
+// p2pIrecv(comm, view, bytes, status) -> request id
 Napi::Value Irecv(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RecvArgs a = recv_args(info, "irecv");
   p2p::P2P& p = hooked(env, "irecv");
   auto keep = std::make_shared<Keep>();
   keep->view = Napi::Persistent(info[1]);
-  keep->status = Napi::Persistent(info[5]);
+  keep->status = Napi::Persistent(info[3]);
   std::shared_ptr<progress::Op> op = add_external(env, keep);
   p.irecv(a.match, a.buf.data, a.bytes, a.watch, p2p::Report{a.status, op});
   return Napi::Number::New(env, double(op->id));
 }
 
-// p2pProbe(comm, source, tag, status, first, count, kind): kind 0 probe,
+// p2pProbe(comm, status holding the envelope, kind): kind 0 probe,
 // 1 iprobe (-> whether a message matched), 2 mprobe, 3 improbe (-> request id).
 Napi::Value Probe(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  const int32_t kind = i32_arg(info, 6);
+  const int32_t kind = i32_arg(info, 2);
   const char* call = kind == 0 ? "probe" : kind == 1 ? "iprobe" : kind == 2 ? "mprobe" : "improbe";
   coll::Context& c = context_arg(info, call);
-  double* status = status_arg(info, 3, call);
-  p2p::Watch w = watch_arg(info, 4, c, call);
-  p2p::Match m{key_of(c, u32_arg(info, 0)), i32_arg(info, 1), i32_arg(info, 2)};
+  double* status = status_arg(info, 1, call);
+  Envelope e = envelope(info, c, status, call);
+  const p2p::Match& m = e.match;
+  const p2p::Watch& w = e.watch;
   if (kind == 3) {
     p2p::P2P& p = hooked(env, call);
     auto keep = std::make_shared<Keep>();
-    keep->status = Napi::Persistent(info[3]);
+    keep->status = Napi::Persistent(info[1]);
     std::shared_ptr<progress::Op> op = add_external(env, keep);
     p.improbe(m, w, p2p::Report{status, op});
     return Napi::Number::New(env, double(op->id));
