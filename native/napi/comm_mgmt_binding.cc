@@ -69,6 +69,7 @@ void CommFree(const Napi::CallbackInfo& info) {
   }
   retire_lane(env, h);  // its templates too
   coll::Context& c = *st.contexts[h];
+  forget_p2p(env, c);
   if (c.segment() && c.size() > 1) c.segment()->release_context(c.id());
   st.contexts[h].reset();
 }

@@ -69,10 +69,11 @@ p2p::P2P& hooked(Napi::Env env, const char* call) {
 
 // A communicator's messages carry its context and that context's
 // generation. Communicators of one rank need no context (all share id 0),
-// so theirs is their handle, marked by the top bit.
-uint64_t key_of(const coll::Context& c, uint32_t handle) {
+// so theirs is their serial, marked by the top bit: not their handle,
+// which a later communicator may get once this one is freed.
+uint64_t key_of(const coll::Context& c) {
   if (c.size() > 1) return uint64_t(c.generation()) << 32 | c.id();
-  return uint64_t(1) << 63 | handle;
+  return uint64_t(1) << 63 | c.serial();
 }
 
 int32_t i32_arg(const Napi::CallbackInfo& info, size_t i) {
@@ -110,7 +111,7 @@ Envelope envelope(const Napi::CallbackInfo& info, const coll::Context& c, double
   if (!(first >= 0 && count >= 0 && first <= c.size() && count <= c.size() - first)) {
     throw_mpi(info.Env(), ErrorClass::RANK, std::string(call) + ": source out of range");
   }
-  Envelope e{p2p::Match{key_of(c, u32_arg(info, 0)), int32_t(source), int32_t(tag)},
+  Envelope e{p2p::Match{key_of(c), int32_t(source), int32_t(tag)},
              p2p::Watch{c.world_ranks() + uint32_t(first), uint32_t(count)}};
   // Read: from here on the array is the status, "no message" until one
   // matches (what a failed receive leaves).
@@ -144,7 +145,7 @@ SendArgs send_args(const Napi::CallbackInfo& info, const char* call) {
   size_t bytes = size_arg(info, 2, call, "byte count");
   Bytes buf = need_bytes(info, 1, bytes, call, "buffer");
   uint32_t peer = peer_arg(info, 3, c, call);
-  return SendArgs{&c, key_of(c, u32_arg(info, 0)), buf, bytes, c.world_rank(peer), i32_arg(info, 4), i32_arg(info, 5)};
+  return SendArgs{&c, key_of(c), buf, bytes, c.world_rank(peer), i32_arg(info, 4), i32_arg(info, 5)};
 }
 
 // p2pSend(comm, view, bytes, peer, tag, self)
@@ -271,6 +272,11 @@ void Mrecv(const Napi::CallbackInfo& info) {
 }
 
 }  // namespace
+
+void forget_p2p(Napi::Env env, const coll::Context& c) {
+  State& st = State::of(env);
+  if (st.p2p) st.p2p->core->forget(key_of(c));
+}
 
 void stop_p2p(Napi::Env env) {
   State& st = State::of(env);

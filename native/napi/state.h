@@ -96,5 +96,7 @@ void register_mpi(Napi::Env env, Napi::Object exports);
 void register_p2p(Napi::Env env, Napi::Object exports);
 // Stops point-to-point progress before the job is let go (napi/p2p_binding.cc).
 void stop_p2p(Napi::Env env);
+// Drops the unexpected messages of communicator `c`, which is being freed.
+void forget_p2p(Napi::Env env, const coll::Context& c);
 
 }  // namespace nodempi::napi

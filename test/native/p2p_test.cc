@@ -316,6 +316,19 @@ void test_probes() {
   CHECK(q.status[3] >= 1);
   job[1].mrecv(uint64_t(q.status[3]), &y, sizeof y, st);
   CHECK(y == 3.5);
+
+  // forget(): a freed communicator's unexpected messages go, others stay.
+  constexpr uint64_t kOther = kKey + 1;
+  x = 4.5;
+  job[0].send(kKey, 0, 2, 1, &x, sizeof x);
+  job[0].send(kOther, 0, 2, 1, &x, sizeof x);
+  CHECK(job[1].iprobe(Match{kOther, 0, 2}, st));
+  CHECK(job[1].iprobe(Match{kKey, 0, 2}, st));
+  job[1].forget(kKey);
+  CHECK(!job[1].iprobe(Match{kKey, kAnySource, kAnyTag}, st));
+  CHECK(job[1].iprobe(Match{kOther, 0, 2}, st));
+  job[1].recv(Match{kOther, 0, 2}, &y, sizeof y, one(src), st);
+  CHECK(y == 4.5);
 }
 
 // ---- 6. Nonblocking ----------------------------------------------------------------

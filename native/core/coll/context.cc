@@ -1,6 +1,7 @@
 #include "core/coll/context.h"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 #include <utility>
 
@@ -14,6 +15,13 @@ namespace {
 const transport::Header* header_of(transport::Segment* seg) { return seg ? seg->header() : nullptr; }
 }  // namespace
 
+namespace {
+uint64_t next_serial() {
+  static std::atomic<uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+}  // namespace
+
 Context::Context(transport::Segment* seg, uint32_t id, uint32_t rank, std::vector<uint32_t> world_ranks)
     : seg_(seg),
       id_(id),
@@ -21,6 +29,7 @@ Context::Context(transport::Segment* seg, uint32_t id, uint32_t rank, std::vecto
       size_(uint32_t(world_ranks.size())),
       half_(seg ? seg->geometry().half_bytes - kHeaderBytes : 0),
       world_ranks_(std::move(world_ranks)),
+      serial_(next_serial()),
       live_(header_of(seg), world_ranks_.empty() ? 0 : world_ranks_[rank]) {
   if (!seg_) return;
   policy_ = transport::WaitPolicy::for_job(seg_->geometry().nranks);

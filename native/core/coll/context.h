@@ -103,6 +103,10 @@ class Context {
   uint32_t world_rank(uint32_t member) const { return world_ranks_[member]; }
   const uint32_t* world_ranks() const { return world_ranks_.data(); }
   uint32_t generation() const { return owner_.generation; }
+  // This process's number for this communicator, never given to another
+  // (point-to-point keys the messages of a one-rank communicator, which has
+  // no shared context, with it).
+  uint64_t serial() const { return serial_; }
 
   // Process id of a member, for single-copy transfers.
   int32_t pid(uint32_t member) const;
@@ -136,6 +140,7 @@ class Context {
   uint32_t seq_ = 0;
   bool direct_off_ = false;
   std::vector<uint32_t> world_ranks_;
+  uint64_t serial_;
   std::vector<transport::CtrlLine*> lines_;
   std::vector<uint8_t*> slots_;
   std::vector<uint32_t> sets_;  // the set each member's slots_ point into

@@ -758,6 +758,11 @@ std::unique_ptr<P2P::Recv> P2P::nonblocking(const Match& m, const Watch& w, Repo
   return r;
 }
 
+void P2P::forget(uint64_t key) {
+  std::lock_guard<std::mutex> lk(mu_);
+  unexpected_.remove_if([key](const std::unique_ptr<Msg>& m) { return m->key == key && m->got == m->total; });
+}
+
 Status P2P::claim(std::unique_ptr<Msg> m) {
   const uint64_t handle = next_handle_++;
   Status st{m->source, m->tag, m->total, handle};

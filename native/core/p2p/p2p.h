@@ -115,6 +115,10 @@ class P2P {
   // only by a sender that finds a ring full or asks for a single copy.
   void start_thread();
   void stop_thread();
+  // A communicator with messages keyed `key` has been freed here: its
+  // unexpected messages that have fully arrived can never be received, and
+  // go (one still arriving is left to finish).
+  void forget(uint64_t key);
 
   // Blocking calls. `source` in a send is this rank's rank in its group
   // (what the receiver matches and reports); `dst` the destination's world
