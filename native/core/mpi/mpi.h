@@ -99,8 +99,8 @@ struct Opened {
 // FUNNELED is the truthful one in a Node process, whose other threads (V8's
 // collector among them) unmap memory while MPI runs: Open MPI then guards
 // its registration caches against their memory hooks, which costs a lock
-// around every progress step (a 2-rank barrier from C: 0.2 µs at SINGLE,
-// 0.5-0.7 µs at FUNNELED, bench/BACKENDS.md). SINGLE skips those locks;
+// around every progress step (a 2-rank barrier loop from C: 0.19-0.21 µs
+// at SINGLE, up to 0.67 µs at FUNNELED, bench/BACKENDS.md). SINGLE skips those locks;
 // MPICH takes none below MULTIPLE either way.
 enum class ThreadLevel : int { SINGLE = 0, FUNNELED = 1 };
 

@@ -568,8 +568,8 @@ std::string P2P::failure(const Watch& w) const {
 }
 
 bool P2P::pause(uint32_t seen, uint64_t& since_ns, long max_sleep_ns) {
-  // The clock is read from the second call of a wait on (a message that is
-  // there at once, or within one round of spinning, costs none).
+  // The wait's start is this first call's clock read, not one on entry to
+  // block(): a receive whose message is already there reads no clock.
   const uint64_t now = now_ns();
   if (since_ns == 0) since_ns = now;
   const uint64_t waited = now - since_ns;
