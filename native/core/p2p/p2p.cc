@@ -9,15 +9,6 @@
 #include <algorithm>
 #include <cstring>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define NODEMPI_P2P_RELAX() _mm_pause()
-#elif defined(__aarch64__)
-#define NODEMPI_P2P_RELAX() asm volatile("yield" ::: "memory")
-#else
-#define NODEMPI_P2P_RELAX() std::atomic_signal_fence(std::memory_order_seq_cst)
-#endif
-
 namespace nodempi::p2p {
 
 // A record's header; its payload follows, and the next record starts at the
@@ -36,7 +27,6 @@ namespace {
 
 using transport::futex_wait;
 using transport::futex_wake_all;
-using transport::now_ns;
 
 enum Kind : uint32_t { EAGER = 1, FRAG = 2, CONT = 3, RTS = 4, FIN = 5 };
 
@@ -576,7 +566,7 @@ bool P2P::pause(uint32_t seen, uint64_t& since_ns, long max_sleep_ns) {
   // 1. Spin: a peer on another core usually sends within microseconds.
   if (waited < policy_.spin_ns) {
     for (int i = 0; i < 256; ++i) {
-      NODEMPI_P2P_RELAX();
+      cpu_relax();
       if (bell_->seq.load(std::memory_order_acquire) != seen) return false;
     }
     return false;

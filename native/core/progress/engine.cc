@@ -2,19 +2,13 @@
 
 #include <sched.h>
 
-#include <time.h>
-
 #include <chrono>
+
+#include "core/clock.h"
 
 namespace nodempi::progress {
 
 namespace {
-
-uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
 
 bool is_done(const Op* op) { return op->state.load(std::memory_order_acquire) == Op::DONE; }
 

@@ -14,14 +14,6 @@
 #include "core/error.h"
 #include "core/tuning.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define NODEMPI_RELAX() _mm_pause()
-#elif defined(__aarch64__)
-#define NODEMPI_RELAX() asm volatile("yield" ::: "memory")
-#else
-#define NODEMPI_RELAX() std::atomic_signal_fence(std::memory_order_seq_cst)
-#endif
 
 namespace nodempi::transport {
 namespace {
@@ -32,12 +24,6 @@ bool process_gone(int32_t pid) { return pid > 0 && kill(pid, 0) != 0 && errno ==
 constexpr long kSleepSliceNs = 20 * 1000 * 1000;
 
 }  // namespace
-
-uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
 
 // Shared between processes: not FUTEX_PRIVATE.
 void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, long timeout_ns) {
@@ -113,7 +99,7 @@ void wait_for(CtrlLine* line, uint32_t target, const WaitPolicy& policy, const L
   // 1. Spin: a peer on another core usually posts within microseconds.
   if (policy.spin_ns) {
     for (uint32_t i = 1;; ++i) {
-      NODEMPI_RELAX();
+      cpu_relax();
       if (seq_reached(line->seq.load(std::memory_order_acquire), target)) return;
       if ((i & 63) == 0 && now_ns() - start >= policy.spin_ns) break;
     }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/clock.h"
 #include "core/transport/segment.h"
 
 namespace nodempi::transport {
@@ -24,8 +25,6 @@ struct WaitPolicy {
   static WaitPolicy for_job(uint32_t nranks);
 };
 
-// CLOCK_MONOTONIC in nanoseconds.
-uint64_t now_ns();
 // Sleep while *word == expected, at most timeout_ns (the word lives in
 // shared memory, so the futex is not process-private); wake every sleeper.
 // Every waker wakes all: several ranks often wait on one word.
