@@ -393,6 +393,13 @@ void P2P::take(uint32_t src, const Record& rec, uint64_t pos) {
   const uint64_t total = rec.kind == EAGER ? rec.payload : rec.total;
   const uint64_t first = rec.kind == RTS ? 0 : rec.payload;
   Recv* r = match_posted(rec.key, rec.source, rec.tag);
+  if (!r && dead(rec.key)) {
+    // Nobody can receive it: an RTS is answered as if copied, the rest of
+    // a long message skipped.
+    if (rec.kind == RTS) answer(src, body.cookie, true);
+    else if (first < total) a = Assembly{true, total, first, nullptr, nullptr};
+    return;
+  }
   if (r && !r->probe) {
     unpost(r);
     r->st.source = rec.source;
@@ -750,7 +757,24 @@ std::unique_ptr<P2P::Recv> P2P::nonblocking(const Match& m, const Watch& w, Repo
 
 void P2P::forget(uint64_t key) {
   std::lock_guard<std::mutex> lk(mu_);
-  unexpected_.remove_if([key](const std::unique_ptr<Msg>& m) { return m->key == key && m->got == m->total; });
+  if (key >> 63) {
+    // A one-rank communicator (keyed by a serial, never reused): its
+    // messages come from this rank only and are in its own ring already.
+    drain(self_);
+  } else {
+    uint32_t& gen = freed_[uint32_t(key)];
+    gen = uint32_t(key >> 32);
+  }
+  for (Assembly& a : assembly_) {
+    if (a.msg && a.msg->key == key) a.msg = nullptr;  // its other chunks are skipped
+  }
+  unexpected_.remove_if([key](const std::unique_ptr<Msg>& m) { return m->key == key; });
+}
+
+bool P2P::dead(uint64_t key) const {
+  if (freed_.empty() || key >> 63) return false;
+  auto it = freed_.find(uint32_t(key));
+  return it != freed_.end() && transport::seq_reached(it->second, uint32_t(key >> 32));
 }
 
 Status P2P::claim(std::unique_ptr<Msg> m) {

@@ -116,8 +116,9 @@ class P2P {
   void start_thread();
   void stop_thread();
   // A communicator with messages keyed `key` has been freed here: its
-  // unexpected messages that have fully arrived can never be received, and
-  // go (one still arriving is left to finish).
+  // unexpected messages can never be received. Those here go, one still
+  // arriving is skipped, and one that arrives later is dropped as it comes
+  // (its sender is not held up).
   void forget(uint64_t key);
 
   // Blocking calls. `source` in a send is this rank's rank in its group
@@ -190,6 +191,8 @@ class P2P {
   void push_queued();
   void ring_bell(uint32_t rank, bool force);
   Recv* match_posted(uint64_t key, int32_t source, int32_t tag);
+  // Whether `key` names a communicator forget() was told of.
+  bool dead(uint64_t key) const;
   std::list<std::unique_ptr<Msg>>::iterator find_unexpected(const Match& m);
   // A matched probe takes message `m` to probed_: its status, carrying the
   // handle mrecv takes it by.
@@ -236,6 +239,10 @@ class P2P {
   Recv* posted_tail_ = nullptr;
   std::list<std::unique_ptr<Msg>> unexpected_;  // arrival order
   std::unordered_map<uint64_t, std::unique_ptr<Msg>> probed_;  // by handle
+  // By context id, the latest generation of it freed here: a context is
+  // taken again only once every member has freed it, with a higher
+  // generation, so a key of that generation or an older one is dead.
+  std::unordered_map<uint32_t, uint32_t> freed_;
   uint64_t next_handle_ = 1;
   std::list<std::unique_ptr<Recv>> nb_recvs_;  // nonblocking receives in flight
   std::list<std::unique_ptr<Send>> nb_sends_;  // nonblocking sends in flight
