@@ -173,17 +173,28 @@ size_t P2P::in_flight() {
 
 // ---- Rings ------------------------------------------------------------------
 
-void P2P::ring_bell(uint32_t rank, bool force) {
+void P2P::ring_bell(uint32_t rank, bool force, bool always) {
   transport::Doorbell* b = seg_->doorbell(rank);
-  b->seq.fetch_add(1, std::memory_order_release);
+  if (always) b->seq.fetch_add(1, std::memory_order_release);
   if (force) {
     b->urgent.fetch_add(1, std::memory_order_release);
     futex_wake_all(&b->urgent);
   }
   // Pairs with a sleeper's increment and re-check (pause()): either it sees
-  // the new seq, or this sees it counted and wakes it.
+  // the new ring head (or seq), or this sees it counted and wakes it.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (b->sleepers.load(std::memory_order_relaxed) != 0) futex_wake_all(&b->seq);
+  if (b->sleepers.load(std::memory_order_relaxed) != 0) {
+    if (!always) b->seq.fetch_add(1, std::memory_order_release);
+    futex_wake_all(&b->seq);
+  }
+}
+
+bool P2P::pending() const {
+  for (uint32_t src = 0; src < nranks_; ++src) {
+    const transport::Ring* ring = seg_->ring(src, self_);
+    if (ring->head.load(std::memory_order_acquire) != ring->tail.load(std::memory_order_relaxed)) return true;
+  }
+  return false;
 }
 
 void P2P::copy_out(uint32_t src, uint64_t pos, uint8_t* to, size_t n) {
@@ -266,7 +277,7 @@ bool P2P::push(Send& s) {
     o.stuck = false;
     seg_->ring(self_, s.dst)->stuck.store(0, std::memory_order_relaxed);
   }
-  if (wrote || force) ring_bell(s.dst, force);
+  if (wrote || force) ring_bell(s.dst, force, false);
   return whole;
 }
 
@@ -300,13 +311,13 @@ void P2P::push_queued() {
       if (!o.control.empty() && boundary) {
         bool force = false;
         if (!put(d, *o.control.front(), nullptr, 0, force)) {
-          if (force) ring_bell(d, true);
+          if (force) ring_bell(d, true, false);
           break;
         }
         delete o.control.front();
         o.control.pop_front();
         --queued_;
-        ring_bell(d, false);
+        ring_bell(d, false, false);
         continue;
       }
       if (o.queue.empty() || !push(*o.queue.front())) break;
@@ -351,7 +362,7 @@ bool P2P::drain(uint32_t src) {
   ring->tail.store(t, std::memory_order_release);
   // Pairs with the sender's store of `stuck` and re-read of the tail.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (ring->stuck.load(std::memory_order_relaxed)) ring_bell(src, false);
+  if (ring->stuck.load(std::memory_order_relaxed)) ring_bell(src, false, true);
   return true;
 }
 
@@ -571,10 +582,13 @@ bool P2P::pause(uint32_t seen, uint64_t& since_ns, long max_sleep_ns) {
   if (since_ns == 0) since_ns = now;
   const uint64_t waited = now - since_ns;
   // 1. Spin: a peer on another core usually sends within microseconds.
+  // It watches the rings themselves (and seq for news that is not a
+  // record): the doorbell's line stays where it is, so a sender's ring
+  // costs it no transfer of a line this rank keeps reading.
   if (waited < policy_.spin_ns) {
     for (int i = 0; i < 256; ++i) {
       cpu_relax();
-      if (bell_->seq.load(std::memory_order_acquire) != seen) return false;
+      if (pending() || bell_->seq.load(std::memory_order_acquire) != seen) return false;
     }
     return false;
   }
@@ -585,7 +599,8 @@ bool P2P::pause(uint32_t seen, uint64_t& since_ns, long max_sleep_ns) {
   }
   // 3. Sleep, counted in the doorbell's sleepers so senders wake us.
   bell_->sleepers.fetch_add(1, std::memory_order_seq_cst);
-  if (bell_->seq.load(std::memory_order_seq_cst) == seen) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!pending() && bell_->seq.load(std::memory_order_seq_cst) == seen) {
     futex_wait(&bell_->seq, seen, std::min(max_sleep_ns, kSliceNs));
   }
   bell_->sleepers.fetch_sub(1, std::memory_order_relaxed);
@@ -678,7 +693,8 @@ void P2P::thread_main() {
     lk.unlock();
     if (active) {
       bell_->sleepers.fetch_add(1, std::memory_order_seq_cst);
-      if (bell_->seq.load(std::memory_order_seq_cst) == seen && !stop_.load(std::memory_order_acquire)) {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (!pending() && bell_->seq.load(std::memory_order_seq_cst) == seen && !stop_.load(std::memory_order_acquire)) {
         futex_wait(&bell_->seq, seen, kSliceNs);
       }
       bell_->sleepers.fetch_sub(1, std::memory_order_relaxed);

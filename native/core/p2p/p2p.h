@@ -189,7 +189,14 @@ class P2P {
   void answer(uint32_t src, uint64_t cookie, bool copied);
   void finished_rts(uint32_t src, uint64_t cookie, bool copied);
   void push_queued();
-  void ring_bell(uint32_t rank, bool force);
+  // After writing into `rank`'s ring: wakes its sleepers (and, force, its
+  // progress thread). seq moves only for sleepers, or always when the news
+  // is not a record in a ring (room made in one): a rank that spins watches
+  // its rings (pending()) and seq.
+  void ring_bell(uint32_t rank, bool force, bool always);
+  // Whether a ring into this rank holds records not drained yet (any
+  // thread, without mu_).
+  bool pending() const;
   Recv* match_posted(uint64_t key, int32_t source, int32_t tag);
   // Whether `key` names a communicator forget() was told of.
   bool dead(uint64_t key) const;

@@ -31,7 +31,7 @@
 namespace nodempi::transport {
 
 constexpr uint64_t kMagic = 0x69706d65646f6e31ull;  // "1nodempi"
-constexpr uint32_t kVersion = 5;
+constexpr uint32_t kVersion = 6;  // 6: point-to-point senders move a doorbell only for sleepers
 constexpr uint32_t kMaxRanks = 256;
 constexpr uint32_t kContexts = 4096;  // COMM_WORLD is context 0; the rest are a pool
 constexpr uint32_t kSets = kContexts;  // slot sets per rank
@@ -114,10 +114,12 @@ struct alignas(kCacheLine) Header {
 };
 
 // Point-to-point (core/p2p): what a rank's senders ring after writing into
-// one of its rings. `seq` only ever grows; a thread waiting for messages
-// watches it. `sleepers` counts the threads asleep on `seq` that want to be
-// woken, so a sender pays a futex wake only when one is: a receiver that
-// spins or yields costs its senders no system call. `urgent` is where the
+// one of its rings. `seq` only ever grows. A waiting thread watches the
+// heads of its rings, and `seq` for news that is no record (room made in a
+// ring it writes to). `sleepers` counts the threads asleep on `seq` that
+// want to be woken; a sender moves `seq` for a record, and pays a futex
+// wake, only when one is: a receiver that spins or yields costs its senders
+// no system call, and no transfer of this line. `urgent` is where the
 // rank's progress thread sleeps while it has no nonblocking request in
 // flight: only a sender that finds a ring full (or the rank itself, with
 // new work) moves it and wakes the thread, so ordinary messages never wake
