@@ -13,9 +13,7 @@ namespace nodempi::coll {
 
 namespace {
 const transport::Header* header_of(transport::Segment* seg) { return seg ? seg->header() : nullptr; }
-}  // namespace
 
-namespace {
 uint64_t next_serial() {
   static std::atomic<uint64_t> last{0};
   return last.fetch_add(1, std::memory_order_relaxed) + 1;

@@ -127,12 +127,14 @@ P2P::P2P(transport::Segment* seg, uint32_t self)
       rts_refused_(transport::cma_mode(seg->geometry().nranks) == transport::CmaMode::FALLBACK),
       rts_min_(std::max(transport::cma_min_bytes(), kMaxPayload + 1)),
       out_(nranks_),
+      in_rings_(nranks_),
       in_tail_(nranks_),
       assembly_(nranks_) {
   // Rings are never reset: a rank continues from what its peers posted
   // (nothing, in a new job; the segment starts zeroed).
   for (uint32_t r = 0; r < nranks_; ++r) {
-    in_tail_[r] = seg_->ring(r, self_)->tail.load(std::memory_order_acquire);
+    in_rings_[r] = seg_->ring(r, self_);
+    in_tail_[r] = in_rings_[r]->tail.load(std::memory_order_acquire);
     out_[r].head = seg_->ring(self_, r)->head.load(std::memory_order_acquire);
     out_[r].tail_seen = seg_->ring(self_, r)->tail.load(std::memory_order_acquire);
   }
@@ -191,7 +193,7 @@ void P2P::ring_bell(uint32_t rank, bool force, bool always) {
 
 bool P2P::pending() const {
   for (uint32_t src = 0; src < nranks_; ++src) {
-    const transport::Ring* ring = seg_->ring(src, self_);
+    const transport::Ring* ring = in_rings_[src];
     if (ring->head.load(std::memory_order_acquire) != ring->tail.load(std::memory_order_relaxed)) return true;
   }
   return false;
@@ -199,7 +201,7 @@ bool P2P::pending() const {
 
 void P2P::copy_out(uint32_t src, uint64_t pos, uint8_t* to, size_t n) {
   if (n == 0) return;  // `to` may be null then
-  const transport::Ring* ring = seg_->ring(src, self_);
+  const transport::Ring* ring = in_rings_[src];
   size_t off = pos & kMask, first = std::min(n, transport::kRingBytes - off);
   std::memcpy(to, ring->data + off, first);
   if (n > first) std::memcpy(to + first, ring->data, n - first);
@@ -333,7 +335,7 @@ void P2P::push_queued() {
 // Takes every record in the ring from `src` into matching. A record that no
 // sender writes (a length out of bounds) drops the rest of what is there.
 bool P2P::drain(uint32_t src) {
-  transport::Ring* ring = seg_->ring(src, self_);
+  transport::Ring* ring = in_rings_[src];
   uint64_t t = in_tail_[src];
   const uint64_t h = ring->head.load(std::memory_order_acquire);
   if (h == t) return false;

@@ -240,6 +240,7 @@ class P2P {
 
   std::mutex mu_;
   std::vector<Out> out_;              // by destination world rank
+  std::vector<transport::Ring*> in_rings_;  // into this rank, by source (pending() polls them)
   std::vector<uint64_t> in_tail_;     // by source world rank
   std::vector<Assembly> assembly_;    // by source world rank
   Recv* posted_head_ = nullptr;       // posted receives, in post order

@@ -14,7 +14,6 @@
 #include "core/error.h"
 #include "core/tuning.h"
 
-
 namespace nodempi::transport {
 namespace {
 
