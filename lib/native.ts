@@ -87,28 +87,32 @@ export interface NativeAddon {
   exchangeFold(comm: number, send: View | null, sendBytes: List, sendDispls: List, recv: View | null,
     recvBytes: List, count: number, type: number, op: number, user: UserOpSpec | undefined, kind: number, mode: number): number | undefined;
 
-  // point-to-point (lib/p2p/shm.ts): `peer` is a rank's index in the
-  // communicator's context (on an intercommunicator, remoteBase + its rank
-  // in the remote group); `self` is this rank in its own group, which the
-  // receiver matches and reports as the source. `status` is a
-  // Float64Array(4): source, tag, byteLength, message handle. A receive or
-  // probe reads its envelope from it first: [source, tag, first, count],
-  // source -1 for ANY_SOURCE and tag -1 for ANY_TAG; it gives up with
-  // ERR_PROC_FAILED once the members [first, first + count) of the context
-  // that could send its message have all gone.
+  // point-to-point (lib/p2p/shm.ts). The numbers of a call are in the call
+  // block set once by p2pSetBlock (8 doubles; native/napi/p2p_binding.cc):
+  // [0] the communicator, [1] the byte count; a send's [2] peer, [3] tag,
+  // [4] self; a blocking receive's envelope and then status at [4..7].
+  // `peer` is a rank's index in the communicator's context (on an
+  // intercommunicator, remoteBase + its rank in the remote group); `self`
+  // is this rank in its own group, which the receiver matches and reports
+  // as the source. A status is 4 doubles: source, tag, byteLength, message
+  // handle. A receive or probe reads its envelope from it first: [source,
+  // tag, first, count], source -1 for ANY_SOURCE and tag -1 for ANY_TAG; it
+  // gives up with ERR_PROC_FAILED once the members [first, first + count)
+  // of the context that could send its message have all gone.
+  p2pSetBlock(buffer: ArrayBuffer): void;
   /** Standard-mode send; returns once the message is in the ring. */
-  p2pSend(comm: number, buf: View, bytes: number, peer: number, tag: number, self: number): void;
+  p2pSend(buf: View): void;
   /** The same, nonblocking: a request id of the progress engine. */
-  p2pIsend(comm: number, buf: View, bytes: number, peer: number, tag: number, self: number): number;
-  /** A longer message fills status and throws ERR_TRUNCATE. */
-  p2pRecv(comm: number, buf: View, bytes: number, status: Float64Array): void;
-  /** The same, nonblocking: a request id; status is written before it completes. */
-  p2pIrecv(comm: number, buf: View, bytes: number, status: Float64Array): number;
+  p2pIsend(buf: View): number;
+  /** A longer message fills the status and throws ERR_TRUNCATE. */
+  p2pRecv(buf: View): void;
+  /** The same, nonblocking, with its own status: a request id; status is written before it completes. */
+  p2pIrecv(buf: View, status: Float64Array): number;
   /**
    * kind 0 probe, 1 iprobe (returns whether a message matched), 2 mprobe
    * (status[3] the handle), 3 improbe (returns a request id).
    */
-  p2pProbe(comm: number, status: Float64Array, kind: number): boolean | number | undefined;
+  p2pProbe(status: Float64Array, kind: number): boolean | number | undefined;
   /** Receives the message of an mprobe/improbe handle, once. */
   p2pMrecv(message: number, buf: View, bytes: number, status: Float64Array): void;
 

@@ -21,58 +21,94 @@ function peer(c: Peers, rank: number): number {
   return 'remoteBase' in c ? c.remoteBase + rank : rank;
 }
 
-// A receive's or probe's envelope, written into its status array for the
-// addon to read (native.ts): the source and tag it matches, and the members
-// whose failure ends its wait for a message from `source`: that rank, or,
-// for ANY_SOURCE, every rank that could send it (the remote group of an
-// intercommunicator), as the first of them and how many. Returns the array.
-function envelope(c: Peers, source: number, tag: number, status: Float64Array): Float64Array {
-  status[0] = source;
-  status[1] = tag;
+// The numbers of a call go to the addon through the call block, one
+// off-heap buffer both sides keep (native/napi/p2p_binding.cc has its
+// layout): read from memory, not unwrapped one argument at a time.
+const block = new Float64Array(new ArrayBuffer(64));
+native.p2pSetBlock(block.buffer as ArrayBuffer);
+const COMM = 0, BYTES = 1, PEER = 2, TAG = 3, SELF = 4, STATUS = 4;
+
+// A receive's or probe's envelope, written where its status will be (the
+// block's, at `at`, or a nonblocking call's own array) for the addon to read:
+// the source and tag it matches, and the members whose failure ends its wait
+// for a message from `source`: that rank, or, for ANY_SOURCE, every rank that
+// could send it (the remote group of an intercommunicator), as the first of
+// them and how many. Returns the array.
+function envelope(c: Peers, source: number, tag: number, status: Float64Array, at = 0): Float64Array {
+  block[COMM] = c.handle;
+  status[at] = source;
+  status[at + 1] = tag;
   const inter = 'remoteBase' in c;
   if (source !== ANY) {
-    status[2] = peer(c, source);
-    status[3] = 1;
+    status[at + 2] = peer(c, source);
+    status[at + 3] = 1;
   } else {
-    status[2] = inter ? c.remoteBase : 0;
-    status[3] = inter ? c.remoteSize : c.size;
+    status[at + 2] = inter ? c.remoteBase : 0;
+    status[at + 3] = inter ? c.remoteSize : c.size;
   }
   return status;
+}
+
+function sendBlock(c: Peers, bytes: number, dest: number, tag: number): void {
+  block[COMM] = c.handle;
+  block[BYTES] = bytes;
+  block[PEER] = peer(c, dest);
+  block[TAG] = tag;
+  block[SELF] = c.rank;
+}
+
+// The block's status to the caller's array, also when the receive throws
+// (a truncated message reports what it was).
+function statusOut(status: Float64Array): void {
+  status[0] = block[STATUS]!;
+  status[1] = block[STATUS + 1]!;
+  status[2] = block[STATUS + 2]!;
+  status[3] = block[STATUS + 3]!;
 }
 
 const PROBE = 0, IPROBE = 1, MPROBE = 2, IMPROBE = 3;
 
 export const shmP2P: PointToPoint = {
   send(c, view, bytes, dest, tag) {
-    native.p2pSend(c.handle, view, bytes, peer(c, dest), tag, c.rank);
+    sendBlock(c, bytes, dest, tag);
+    native.p2pSend(view);
   },
 
   isend(c, view, bytes, dest, tag) {
-    return native.p2pIsend(c.handle, view, bytes, peer(c, dest), tag, c.rank);
+    sendBlock(c, bytes, dest, tag);
+    return native.p2pIsend(view);
   },
 
   recv(c, view, bytes, source, tag, status) {
-    native.p2pRecv(c.handle, view, bytes, envelope(c, source, tag, status));
+    envelope(c, source, tag, block, STATUS);
+    block[BYTES] = bytes;
+    try {
+      native.p2pRecv(view);
+    } finally {
+      statusOut(status);
+    }
   },
 
   irecv(c, view, bytes, source, tag, status) {
-    return native.p2pIrecv(c.handle, view, bytes, envelope(c, source, tag, status));
+    envelope(c, source, tag, status);
+    block[BYTES] = bytes;
+    return native.p2pIrecv(view, status);
   },
 
   probe(c, source, tag, status) {
-    native.p2pProbe(c.handle, envelope(c, source, tag, status), PROBE);
+    native.p2pProbe(envelope(c, source, tag, status), PROBE);
   },
 
   iprobe(c, source, tag, status) {
-    return native.p2pProbe(c.handle, envelope(c, source, tag, status), IPROBE) as boolean;
+    return native.p2pProbe(envelope(c, source, tag, status), IPROBE) as boolean;
   },
 
   mprobe(c, source, tag, status) {
-    native.p2pProbe(c.handle, envelope(c, source, tag, status), MPROBE);
+    native.p2pProbe(envelope(c, source, tag, status), MPROBE);
   },
 
   improbe(c, source, tag, status) {
-    return native.p2pProbe(c.handle, envelope(c, source, tag, status), IMPROBE) as number;
+    return native.p2pProbe(envelope(c, source, tag, status), IMPROBE) as number;
   },
 
   mrecv(message, view, bytes, status) {

@@ -32,31 +32,34 @@ struct Keep {
   Napi::Reference<Napi::Value> status;
 };
 
-P2pState& state_of(Napi::Env env, const char* call) {
-  State& st = State::of(env);
+// The rank's P2P, made at its first call.
+[[gnu::noinline]] P2pState& start_p2p(Napi::Env env, State& st, const char* call) {
   if (!st.initialized || st.finalized) {
     throw_mpi(env, ErrorClass::OTHER, std::string(call) + ": MPI is not initialized, or finalized already");
   }
-  if (!st.p2p) {
-    auto ps = std::make_shared<P2pState>();
-    transport::Segment* seg = st.segment.get();
-    if (!seg) {
-      std::string error;
-      ps->own.reset(transport::Segment::create(1, &error));
-      if (!ps->own) throw_mpi(env, ErrorClass::INTERN, std::string(call) + ": no shared memory for messages: " + error);
-      ps->own->close_fd();
-      seg = ps->own.get();
-    }
-    ps->core = std::make_unique<p2p::P2P>(seg, st.world_rank);
-    ps->core->start_thread();
-    st.p2p = std::move(ps);
+  auto ps = std::make_shared<P2pState>();
+  transport::Segment* seg = st.segment.get();
+  if (!seg) {
+    std::string error;
+    ps->own.reset(transport::Segment::create(1, &error));
+    if (!ps->own) throw_mpi(env, ErrorClass::INTERN, std::string(call) + ": no shared memory for messages: " + error);
+    ps->own->close_fd();
+    seg = ps->own.get();
   }
+  ps->core = std::make_unique<p2p::P2P>(seg, st.world_rank);
+  ps->core->start_thread();
+  st.p2p = std::move(ps);
   return *st.p2p;
+}
+
+P2pState& state_of(Napi::Env env, State& st, const char* call) {
+  if (st.p2p && st.initialized && !st.finalized) return *st.p2p;
+  return start_p2p(env, st, call);
 }
 
 // The P2P, joined to the progress engine (for a nonblocking call).
 p2p::P2P& hooked(Napi::Env env, const char* call) {
-  P2pState& ps = state_of(env, call);
+  P2pState& ps = state_of(env, State::of(env), call);
   if (!ps.hooked) {
     progress::Engine& engine = engine_for(env);
     p2p::P2P* core = ps.core.get();
@@ -76,16 +79,45 @@ uint64_t key_of(const coll::Context& c) {
   return uint64_t(1) << 63 | c.serial();
 }
 
-int32_t i32_arg(const Napi::CallbackInfo& info, size_t i) {
-  int32_t v = 0;
-  napi_get_value_int32(info.Env(), info[i], &v);
-  return v;
+// The call block (State::p2p_block, set by p2pSetBlock), in doubles:
+//   [0] the communicator's handle   [1] the byte count
+//   a send:    [2] the destination's index in the context, [3] the tag,
+//              [4] the sender's rank in its own group (what the receiver
+//              matches and reports);
+//   a blocking receive: [4..7] its envelope, then its status (below).
+// lib writes them just before the call; they are read once, on entry.
+enum Slot { kComm = 0, kBytes = 1, kPeer = 2, kTag = 3, kSelf = 4, kStatus = 4 };
+
+// Errors out of line, so that the checks on a call's way in stay a few
+// compares the compiler inlines (a blocking send or receive of a few
+// bytes is over in well under a microsecond).
+[[noreturn, gnu::cold, gnu::noinline]] void fail(Napi::Env env, ErrorClass cls, const char* call, const char* what) {
+  throw_mpi(env, cls, std::string(call) + ": " + what);
 }
 
-uint32_t peer_arg(const Napi::CallbackInfo& info, size_t i, const coll::Context& c, const char* call) {
-  uint32_t peer = u32_arg(info, i);
-  if (peer >= c.size()) throw_mpi(info.Env(), ErrorClass::RANK, std::string(call) + ": rank out of range");
-  return peer;
+// What every call with a communicator starts from: the state, the call
+// block and the communicator named in it.
+struct Call {
+  State& st;
+  const double* block;
+  coll::Context& c;
+};
+
+Call call_of(Napi::Env env, const char* call) {
+  State& st = State::of(env);
+  const double* b = st.p2p_block.data;
+  if (!b) fail(env, ErrorClass::INTERN, call, "no call block (p2pSetBlock)");
+  const double h = b[kComm];
+  if (!(h >= 0 && h < double(st.contexts.size())) || !st.contexts[size_t(h)]) {
+    fail(env, ErrorClass::COMM, call, "the communicator is not valid (freed or finalized)");
+  }
+  return Call{st, b, *st.contexts[size_t(h)]};
+}
+
+size_t bytes_of(Napi::Env env, const Call& k, const char* call) {
+  const double d = k.block[kBytes];
+  if (!(d >= 0) || d != double(size_t(d))) fail(env, ErrorClass::COUNT, call, "byte count must be a non-negative integer");
+  return size_t(d);
 }
 
 double* status_arg(const Napi::CallbackInfo& info, size_t i, const char* call) {
@@ -93,23 +125,21 @@ double* status_arg(const Napi::CallbackInfo& info, size_t i, const char* call) {
 }
 
 // What a receive or probe matches, and whose failure ends its wait: lib
-// (lib/p2p/shm.ts) writes them into the status array before the call, as
+// (lib/p2p/shm.ts) writes them where the status goes before the call, as
 // [source, tag, first, count], the watched members being [first, first +
-// count) of the context. In the array rather than as arguments: each
-// number argument is a call into V8, and node-addon-api allocates the
-// argument list of a call with more than six.
+// count) of the context.
 struct Envelope {
   p2p::Match match;
   p2p::Watch watch;
 };
 
-Envelope envelope(const Napi::CallbackInfo& info, const coll::Context& c, double* status, const char* call) {
+Envelope envelope(Napi::Env env, const coll::Context& c, double* status, const char* call) {
   const double source = status[0], tag = status[1], first = status[2], count = status[3];
   if (!(source >= -1 && source <= INT32_MAX && tag >= -1 && tag <= INT32_MAX)) {
-    throw_mpi(info.Env(), ErrorClass::ARG, std::string(call) + ": source or tag out of range");
+    fail(env, ErrorClass::ARG, call, "source or tag out of range");
   }
   if (!(first >= 0 && count >= 0 && first <= c.size() && count <= c.size() - first)) {
-    throw_mpi(info.Env(), ErrorClass::RANK, std::string(call) + ": source out of range");
+    fail(env, ErrorClass::RANK, call, "source out of range");
   }
   Envelope e{p2p::Match{key_of(c), int32_t(source), int32_t(tag)},
              p2p::Watch{c.world_ranks() + uint32_t(first), uint32_t(count)}};
@@ -130,7 +160,6 @@ void write_status(double* out, const p2p::Status& st) {
 }
 
 struct SendArgs {
-  coll::Context* c;
   uint64_t key;
   Bytes buf;
   size_t bytes;
@@ -139,33 +168,40 @@ struct SendArgs {
   int32_t self;
 };
 
-// (comm, view, bytes, peer, tag, self)
-SendArgs send_args(const Napi::CallbackInfo& info, const char* call) {
-  coll::Context& c = context_arg(info, call);
-  size_t bytes = size_arg(info, 2, call, "byte count");
-  Bytes buf = need_bytes(info, 1, bytes, call, "buffer");
-  uint32_t peer = peer_arg(info, 3, c, call);
-  return SendArgs{&c, key_of(c), buf, bytes, c.world_rank(peer), i32_arg(info, 4), i32_arg(info, 5)};
+// (view), the rest in the call block
+SendArgs send_args(const Napi::CallbackInfo& info, const Call& k, const char* call) {
+  Napi::Env env = info.Env();
+  const size_t bytes = bytes_of(env, k, call);
+  Bytes buf = need_bytes(info, 0, bytes, call, "buffer");
+  const double peer = k.block[kPeer], tag = k.block[kTag], self = k.block[kSelf];
+  if (!(peer >= 0 && peer < k.c.size())) fail(env, ErrorClass::RANK, call, "rank out of range");
+  if (!(tag >= 0 && tag <= INT32_MAX && self >= 0 && self <= INT32_MAX)) {
+    fail(env, ErrorClass::ARG, call, "tag or source out of range");
+  }
+  return SendArgs{key_of(k.c), buf, bytes, k.c.world_rank(uint32_t(peer)), int32_t(tag), int32_t(self)};
 }
 
-// p2pSend(comm, view, bytes, peer, tag, self)
+// p2pSend(view)
 void Send(const Napi::CallbackInfo& info) {
-  SendArgs a = send_args(info, "send");
-  p2p::P2P& p = *state_of(info.Env(), "send").core;
+  Napi::Env env = info.Env();
+  Call k = call_of(env, "send");
+  SendArgs a = send_args(info, k, "send");
+  p2p::P2P& p = *state_of(env, k.st, "send").core;
   try {
     p.send(a.key, a.self, a.tag, a.dst, a.buf.data, a.bytes);
   } catch (const CoreError& e) {
-    throw_core(info.Env(), e, nullptr);
+    throw_core(env, e, nullptr);
   }
 }
 
-// p2pIsend(comm, view, bytes, peer, tag, self) -> request id
+// p2pIsend(view) -> request id
 Napi::Value Isend(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  SendArgs a = send_args(info, "isend");
+  Call k = call_of(env, "isend");
+  SendArgs a = send_args(info, k, "isend");
   p2p::P2P& p = hooked(env, "isend");
   auto keep = std::make_shared<Keep>();
-  keep->view = Napi::Persistent(info[1]);
+  keep->view = Napi::Persistent(info[0]);
   std::shared_ptr<progress::Op> op = add_external(env, keep);
   p.isend(a.key, a.self, a.tag, a.dst, a.buf.data, a.bytes, p2p::Report{nullptr, op});
   return Napi::Number::New(env, double(op->id));
@@ -174,68 +210,73 @@ Napi::Value Isend(const Napi::CallbackInfo& info) {
 struct RecvArgs {
   Bytes buf;
   size_t bytes;
-  double* status;
   p2p::Watch watch;
   p2p::Match match;
 };
 
-// (comm, view, bytes, status holding the envelope)
-RecvArgs recv_args(const Napi::CallbackInfo& info, const char* call) {
-  coll::Context& c = context_arg(info, call);
-  size_t bytes = size_arg(info, 2, call, "byte count");
-  Bytes buf = need_bytes(info, 1, bytes, call, "buffer");
-  double* status = status_arg(info, 3, call);
-  Envelope e = envelope(info, c, status, call);
-  return RecvArgs{buf, bytes, status, e.watch, e.match};
+// (view), the rest in the call block; the envelope at `status`, where the
+// status goes (the block's, or a nonblocking receive's own array).
+RecvArgs recv_args(const Napi::CallbackInfo& info, const Call& k, double* status, const char* call) {
+  Napi::Env env = info.Env();
+  const size_t bytes = bytes_of(env, k, call);
+  Bytes buf = need_bytes(info, 0, bytes, call, "buffer");
+  Envelope e = envelope(env, k.c, status, call);
+  return RecvArgs{buf, bytes, e.watch, e.match};
 }
 
-// p2pRecv(comm, view, bytes, status)
+// p2pRecv(view): the status in the call block
 void Recv(const Napi::CallbackInfo& info) {
-  RecvArgs a = recv_args(info, "recv");
-  p2p::P2P& p = *state_of(info.Env(), "recv").core;
+  Napi::Env env = info.Env();
+  Call k = call_of(env, "recv");
+  double* status = k.st.p2p_block.data + kStatus;
+  RecvArgs a = recv_args(info, k, status, "recv");
+  p2p::P2P& p = *state_of(env, k.st, "recv").core;
   p2p::Status st;
   try {
     p.recv(a.match, a.buf.data, a.bytes, a.watch, st);
   } catch (const CoreError& e) {
-    if (e.error_class() == ErrorClass::TRUNCATE) write_status(a.status, st);
-    throw_core(info.Env(), e, nullptr);
+    if (e.error_class() == ErrorClass::TRUNCATE) write_status(status, st);
+    throw_core(env, e, nullptr);
   }
-  write_status(a.status, st);
+  write_status(status, st);
 }
 
-// p2pIrecv(comm, view, bytes, status) -> request id
+// p2pIrecv(view, status) -> request id
 Napi::Value Irecv(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  RecvArgs a = recv_args(info, "irecv");
+  Call k = call_of(env, "irecv");
+  double* status = status_arg(info, 1, "irecv");
+  RecvArgs a = recv_args(info, k, status, "irecv");
   p2p::P2P& p = hooked(env, "irecv");
   auto keep = std::make_shared<Keep>();
-  keep->view = Napi::Persistent(info[1]);
-  keep->status = Napi::Persistent(info[3]);
+  keep->view = Napi::Persistent(info[0]);
+  keep->status = Napi::Persistent(info[1]);
   std::shared_ptr<progress::Op> op = add_external(env, keep);
-  p.irecv(a.match, a.buf.data, a.bytes, a.watch, p2p::Report{a.status, op});
+  p.irecv(a.match, a.buf.data, a.bytes, a.watch, p2p::Report{status, op});
   return Napi::Number::New(env, double(op->id));
 }
 
-// p2pProbe(comm, status holding the envelope, kind): kind 0 probe,
-// 1 iprobe (-> whether a message matched), 2 mprobe, 3 improbe (-> request id).
+// p2pProbe(status holding the envelope, kind), the communicator in the call
+// block: kind 0 probe, 1 iprobe (-> whether a message matched), 2 mprobe,
+// 3 improbe (-> request id).
 Napi::Value Probe(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  const int32_t kind = i32_arg(info, 2);
+  const uint32_t kind = u32_arg(info, 1);
   const char* call = kind == 0 ? "probe" : kind == 1 ? "iprobe" : kind == 2 ? "mprobe" : "improbe";
-  coll::Context& c = context_arg(info, call);
-  double* status = status_arg(info, 1, call);
-  Envelope e = envelope(info, c, status, call);
+  Call k = call_of(env, call);
+  double* status = status_arg(info, 0, call);
+  Envelope e = envelope(env, k.c, status, call);
   const p2p::Match& m = e.match;
   const p2p::Watch& w = e.watch;
   if (kind == 3) {
     p2p::P2P& p = hooked(env, call);
     auto keep = std::make_shared<Keep>();
-    keep->status = Napi::Persistent(info[1]);
+    keep->status = Napi::Persistent(info[0]);
     std::shared_ptr<progress::Op> op = add_external(env, keep);
     p.improbe(m, w, p2p::Report{status, op});
     return Napi::Number::New(env, double(op->id));
   }
-  p2p::P2P& p = *state_of(env, call).core;
+  p2p::P2P& p = *state_of(env, k.st, call).core;
   p2p::Status st;
   try {
     if (kind == 1) {
@@ -257,7 +298,7 @@ void Mrecv(const Napi::CallbackInfo& info) {
   size_t bytes = size_arg(info, 2, "mrecv", "byte count");
   Bytes buf = need_bytes(info, 1, bytes, "mrecv", "buffer");
   double* status = status_arg(info, 3, "mrecv");
-  p2p::P2P& p = *state_of(info.Env(), "mrecv").core;
+  p2p::P2P& p = *state_of(info.Env(), State::of(info.Env()), "mrecv").core;
   p2p::Status st;
   try {
     if (!(handle >= 1) || handle != double(uint64_t(handle))) {
@@ -269,6 +310,15 @@ void Mrecv(const Napi::CallbackInfo& info) {
     throw_core(info.Env(), e, nullptr);
   }
   write_status(status, st);
+}
+
+// p2pSetBlock(buffer): the call block, 8 doubles (Slot); kept until exit.
+void SetBlock(const Napi::CallbackInfo& info) {
+  CallBlock& block = State::of(info.Env()).p2p_block;
+  Napi::ArrayBuffer buf = info[0].As<Napi::ArrayBuffer>();
+  if (buf.ByteLength() < 8 * sizeof(double)) throw_mpi(info.Env(), ErrorClass::ARG, "p2pSetBlock: 8 doubles needed");
+  block.hold = Napi::Persistent(buf);
+  block.data = static_cast<double*>(buf.Data());
 }
 
 }  // namespace
@@ -287,6 +337,7 @@ void stop_p2p(Napi::Env env) {
 }
 
 void register_p2p(Napi::Env env, Napi::Object exports) {
+  exports.Set("p2pSetBlock", Napi::Function::New(env, SetBlock, "p2pSetBlock"));
   exports.Set("p2pSend", Napi::Function::New(env, Send, "p2pSend"));
   exports.Set("p2pIsend", Napi::Function::New(env, Isend, "p2pIsend"));
   exports.Set("p2pRecv", Napi::Function::New(env, Recv, "p2pRecv"));

@@ -57,6 +57,16 @@ struct ArgLists {
   size_t width = 0;
 };
 
+// Point-to-point's call block (lib/p2p/shm.ts): the numbers of a call, in
+// doubles of one ArrayBuffer both sides keep, read from memory instead of
+// unwrapped argument by argument (a value read through N-API costs several
+// nanoseconds; a blocking send or receive had six). Layout in
+// napi/p2p_binding.cc.
+struct CallBlock {
+  Napi::Reference<Napi::ArrayBuffer> hold;
+  double* data = nullptr;
+};
+
 struct State {
   std::unique_ptr<transport::Segment> segment;  // null for a singleton
   uint32_t world_rank = 0;
@@ -80,6 +90,7 @@ struct State {
   // Point-to-point, made at the first call (shared_ptr: its type is
   // complete only in napi/p2p_binding.cc).
   std::shared_ptr<P2pState> p2p;
+  CallBlock p2p_block;
 
   static State& of(Napi::Env env) { return *env.GetInstanceData<State>(); }
 };
