@@ -175,20 +175,26 @@ size_t P2P::in_flight() {
 
 // ---- Rings ------------------------------------------------------------------
 
-void P2P::ring_bell(uint32_t rank, bool force, bool always) {
+void P2P::ring_bell(uint32_t rank, Bell news, uint64_t from) {
   transport::Doorbell* b = seg_->doorbell(rank);
-  if (always) b->seq.fetch_add(1, std::memory_order_release);
-  if (force) {
+  if (news == Bell::kRoom) b->seq.fetch_add(1, std::memory_order_release);
+  if (news == Bell::kUrgent) {
     b->urgent.fetch_add(1, std::memory_order_release);
     futex_wake_all(&b->urgent);
   }
   // Pairs with a sleeper's increment and re-check (pause()): either it sees
   // the new ring head (or seq), or this sees it counted and wakes it.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (b->sleepers.load(std::memory_order_relaxed) != 0) {
-    if (!always) b->seq.fetch_add(1, std::memory_order_release);
-    futex_wake_all(&b->seq);
-  }
+  if (b->sleepers.load(std::memory_order_relaxed) == 0) return;
+  // Records behind others it has not taken yet: whoever sleeps there was
+  // woken for those (by the write that found the ring empty), or counted
+  // itself after them and saw them; and the same pairing holds for the
+  // tail it stores when it takes them. So a burst of messages wakes a
+  // sleeping receiver once, not once a message (a futex call each, and a
+  // switch to its thread, which on a busy core is most of a small isend).
+  if (news != Bell::kRoom && seg_->ring(self_, rank)->tail.load(std::memory_order_relaxed) != from) return;
+  if (news != Bell::kRoom) b->seq.fetch_add(1, std::memory_order_release);
+  futex_wake_all(&b->seq);
 }
 
 bool P2P::pending() const {
@@ -250,6 +256,7 @@ bool P2P::put(uint32_t dst, const Record& rec, const void* payload, size_t n, bo
 // the whole message is in (or, by single copy, taken).
 bool P2P::push(Send& s) {
   Out& o = out_[s.dst];
+  const uint64_t from = o.head;
   bool wrote = false, force = false;
   if (!s.started && single_copy(s.total)) {
     Record rec{RTS, s.source, s.key, s.tag, uint32_t(sizeof(RtsBody)), s.total};
@@ -279,7 +286,7 @@ bool P2P::push(Send& s) {
     o.stuck = false;
     seg_->ring(self_, s.dst)->stuck.store(0, std::memory_order_relaxed);
   }
-  if (wrote || force) ring_bell(s.dst, force, false);
+  if (wrote || force) ring_bell(s.dst, force ? Bell::kUrgent : Bell::kRecords, from);
   return whole;
 }
 
@@ -312,14 +319,15 @@ void P2P::push_queued() {
       const bool boundary = o.queue.empty() || !o.queue.front()->started || o.queue.front()->awaiting;
       if (!o.control.empty() && boundary) {
         bool force = false;
+        const uint64_t from = o.head;
         if (!put(d, *o.control.front(), nullptr, 0, force)) {
-          if (force) ring_bell(d, true, false);
+          if (force) ring_bell(d, Bell::kUrgent, from);
           break;
         }
         delete o.control.front();
         o.control.pop_front();
         --queued_;
-        ring_bell(d, false, false);
+        ring_bell(d, Bell::kRecords, from);
         continue;
       }
       if (o.queue.empty() || !push(*o.queue.front())) break;
@@ -364,7 +372,7 @@ bool P2P::drain(uint32_t src) {
   ring->tail.store(t, std::memory_order_release);
   // Pairs with the sender's store of `stuck` and re-read of the tail.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (ring->stuck.load(std::memory_order_relaxed)) ring_bell(src, false, true);
+  if (ring->stuck.load(std::memory_order_relaxed)) ring_bell(src, Bell::kRoom, 0);
   return true;
 }
 
@@ -666,7 +674,10 @@ void P2P::check_nonblocking() {
 }
 
 void P2P::wake_thread() {
-  if (!thread_.joinable() || thread_listening_) return;
+  // Once until it has run: a call made while the thread waits for the lock
+  // (posting receives one after another) has nothing to add.
+  if (!thread_.joinable() || thread_listening_ || thread_called_) return;
+  thread_called_ = true;
   bell_->urgent.fetch_add(1, std::memory_order_release);
   futex_wake_all(&bell_->urgent);
 }
@@ -675,6 +686,7 @@ void P2P::thread_main() {
   std::unique_lock<std::mutex> lk(mu_);
   uint64_t checked = now_ns();
   while (!stop_.load(std::memory_order_acquire)) {
+    thread_called_ = false;
     const uint32_t seen = bell_->seq.load(std::memory_order_acquire);
     try {
       progress();

@@ -189,11 +189,16 @@ class P2P {
   void answer(uint32_t src, uint64_t cookie, bool copied);
   void finished_rts(uint32_t src, uint64_t cookie, bool copied);
   void push_queued();
-  // After writing into `rank`'s ring: wakes its sleepers (and, force, its
-  // progress thread). seq moves only for sleepers, or always when the news
-  // is not a record in a ring (room made in one): a rank that spins watches
-  // its rings (pending()) and seq.
-  void ring_bell(uint32_t rank, bool force, bool always);
+  // What a ring of `rank`'s doorbell tells it: records this rank wrote
+  // into its ring from position `from` on; the same (or none) and its
+  // progress thread must run (the ring is full, or an RTS waits for a
+  // copy); or room made in a ring it writes to.
+  enum class Bell { kRecords, kUrgent, kRoom };
+  // Wakes `rank`'s sleepers, if any, for that news (and, kUrgent, its
+  // thread). seq moves only for sleepers, or always for room made, which
+  // is not a record in a ring: a rank that spins watches its rings
+  // (pending()) and seq.
+  void ring_bell(uint32_t rank, Bell news, uint64_t from);
   // Whether a ring into this rank holds records not drained yet (any
   // thread, without mu_).
   bool pending() const;
@@ -261,6 +266,7 @@ class P2P {
   std::thread thread_;
   std::atomic<bool> stop_{false};
   bool thread_listening_ = false;  // the thread counts in the doorbell's sleepers (mu_)
+  bool thread_called_ = false;     // woken by wake_thread() and not yet run since (mu_)
 };
 
 }  // namespace nodempi::p2p
