@@ -9,7 +9,7 @@ import { UNDEFINED } from './constants.js';
 import { describe, fail, MPIError, retitle } from './errors.js';
 import type { Datatype } from './datatype.js';
 import type { Held } from './hold.js';
-import { Status } from './p2p/status.js';
+import { releaseStatus, Status } from './p2p/status.js';
 
 /** How a collective binding is asked to run (not exported by the package). */
 export const enum Mode {
@@ -86,6 +86,9 @@ export class Request<T = void> implements PromiseLike<T> {
   // A receive's status as the backend fills it, and the receive's datatype.
   #raw: Float64Array | null = null;
   #type: Datatype | null = null;
+  // `#raw` came from lib/p2p/status.ts's pool: read into the Status and
+  // given back at completion.
+  #pooled = false;
   #status: Status | null = null;
   #settle: ((err: Error | null) => void) | null = null;
   /** @internal */
@@ -111,10 +114,14 @@ export class Request<T = void> implements PromiseLike<T> {
     if (active) track(id, this);
   }
 
-  /** @internal A receive: its status is `raw` ([source, tag, byteLength, ...]) once complete. */
-  _receives(raw: Float64Array, type: Datatype): this {
+  /**
+   * @internal A receive: its status is `raw` ([source, tag, byteLength, ...])
+   * once complete; `pooled`: takeStatus() gave it.
+   */
+  _receives(raw: Float64Array, type: Datatype, pooled = false): this {
     this.#raw = raw;
     this.#type = type;
+    this.#pooled = pooled;
     return this;
   }
 
@@ -210,6 +217,12 @@ export class Request<T = void> implements PromiseLike<T> {
       }
     }
     if (!(this instanceof PersistentRequest)) this.#keep = null;
+    if (this.#pooled) {
+      this.#status = new Status()._set(this.#raw!, this.#type!);
+      releaseStatus(this.#raw!);
+      this.#raw = null;
+      this.#pooled = false;
+    }
     const end = this._onEnd;
     this._onEnd = null;
     end?.(this.#error);

@@ -18,7 +18,7 @@ import { native } from '../native.js';
 import { serialize } from '../objects/serialize.js';
 import { Request, setNextCall, setNextHooks } from '../request.js';
 import type { Peers, PointToPoint } from './backend.js';
-import { Status } from './status.js';
+import { releaseStatus, Status, takeStatus } from './status.js';
 
 function p2p(): PointToPoint {
   return backend.p2p;
@@ -193,17 +193,18 @@ export function irecv(comm: Comm, call: string, buf: unknown, source: unknown, t
   const t = checkTag(call, 'tag', tag, true);
   if (s === PROC_NULL) return doneAtOnce(call, new Status()._none(PROC_NULL));
   const w = recvWire(m);
-  const raw = new Float64Array(4);
+  const raw = takeStatus();
   let id: number;
   try {
     id = p2p().irecv(c, w.view, w.bytes, s, t, raw);
   } catch (err) {
+    releaseStatus(raw);
     throw retitle(err, call);
   }
   setNextCall(call, held);
   const unpack = w.unpack;
   if (unpack) setNextHooks({ before: [], after: [() => unpack(raw[2]!)] });
-  return new Request<Status>(id, [w.view, raw, spec])._receives(raw, m.type);
+  return new Request<Status>(id, [w.view, spec])._receives(raw, m.type, true);
 }
 
 /** @internal comm.probe */
@@ -286,17 +287,26 @@ export function sendrecvReplace(comm: Comm, call: string, buf: unknown, dest: un
 // Null when the source is mpi.PROC_NULL.
 function exchange(call: string, c: Peers, ms: Resolved, d: number, st: number,
   w: RecvWire | null, s: number, rt: number): Status | null {
-  const raw = new Float64Array(4);
-  return run(call, () => {
-    const id = w ? p2p().irecv(c, w.view, w.bytes, s, rt, raw) : 0;
-    if (d !== PROC_NULL) p2p().send(c, sendView(ms), wireBytes(ms), d, st);
-    if (!w) return null;
-    const err = backend.requests.wait(id);
-    if (err && !(err instanceof MPIError && err.code === 'ERR_TRUNCATE')) throw err;
-    w.unpack?.(err ? w.bytes : raw[2]!);
-    if (err) throw err;
-    return new Status()._set(raw, Datatype.BYTE);
-  });
+  const raw = takeStatus();
+  let waited = true;
+  try {
+    return run(call, () => {
+      const id = w ? p2p().irecv(c, w.view, w.bytes, s, rt, raw) : 0;
+      // A send that fails leaves the receive posted: its status array
+      // stays out of the pool.
+      waited = !w;
+      if (d !== PROC_NULL) p2p().send(c, sendView(ms), wireBytes(ms), d, st);
+      if (!w) return null;
+      const err = backend.requests.wait(id);
+      waited = true;
+      if (err && !(err instanceof MPIError && err.code === 'ERR_TRUNCATE')) throw err;
+      w.unpack?.(err ? w.bytes : raw[2]!);
+      if (err) throw err;
+      return new Status()._set(raw, Datatype.BYTE);
+    });
+  } finally {
+    if (waited) releaseStatus(raw);
+  }
 }
 
 // ---- Values ---------------------------------------------------------------------------

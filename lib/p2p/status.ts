@@ -51,3 +51,29 @@ export class Status {
     return this;
   }
 }
+
+// ---- Status arrays of receives in flight ----------------------------------------
+//
+// A nonblocking receive's backend fills a Float64Array(4) as it completes.
+// A new one per call lives on V8's heap, and the addon asking for its memory
+// makes V8 move it to a malloc'd backing store of its own: a malloc, a free
+// and V8's bookkeeping of the store per receive, a third of a small irecv's
+// cost (bench/P2P.md). They are views of shared off-heap chunks instead,
+// taken and given back.
+
+const CHUNK = 256;
+const free: Float64Array[] = [];
+
+/** @internal A status array for a receive in flight; give it back with releaseStatus(). */
+export function takeStatus(): Float64Array {
+  if (free.length === 0) {
+    const chunk = new ArrayBuffer(CHUNK * 4 * 8);
+    for (let i = CHUNK - 1; i >= 0; i--) free.push(new Float64Array(chunk, i * 32, 4));
+  }
+  return free.pop()!;
+}
+
+/** @internal Gives back a status array takeStatus() gave, once nothing writes it any more. */
+export function releaseStatus(raw: Float64Array): void {
+  free.push(raw);
+}
