@@ -328,6 +328,11 @@ void forget_p2p(Napi::Env env, const coll::Context& c) {
   if (st.p2p) st.p2p->core->forget(key_of(c));
 }
 
+void kick_p2p(Napi::Env env) {
+  State& st = State::of(env);
+  if (st.p2p && st.p2p->hooked) st.p2p->core->kick();
+}
+
 void stop_p2p(Napi::Env env) {
   State& st = State::of(env);
   if (!st.p2p) return;

@@ -264,11 +264,13 @@ Napi::Value Start(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, double(id));
 }
 
-// kick(): wakes the threads of lanes holding operations not yet started
-// (lib calls it once per JavaScript turn after queuing requests).
+// kick(): wakes the threads of lanes holding operations not yet started,
+// and point-to-point's if requests of it are in flight (lib calls it once
+// per JavaScript turn after making requests).
 void Kick(const Napi::CallbackInfo& info) {
   Progress* p = State::of(info.Env()).progress;
   if (p) p->engine.kick();
+  kick_p2p(info.Env());
 }
 
 // freeTemplate(templateId)

@@ -105,6 +105,9 @@ void register_launcher(Napi::Env env, Napi::Object exports);
 void register_local(Napi::Env env, Napi::Object exports);
 void register_mpi(Napi::Env env, Napi::Object exports);
 void register_p2p(Napi::Env env, Napi::Object exports);
+// Wakes point-to-point's progress thread if nonblocking requests are in
+// flight: once per JavaScript turn that made requests (napi/p2p_binding.cc).
+void kick_p2p(Napi::Env env);
 // Stops point-to-point progress before the job is let go (napi/p2p_binding.cc).
 void stop_p2p(Napi::Env env);
 // Drops the unexpected messages of communicator `c`, which is being freed.

@@ -673,6 +673,11 @@ void P2P::check_nonblocking() {
   }
 }
 
+void P2P::kick() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!nb_recvs_.empty() || !nb_sends_.empty()) wake_thread();
+}
+
 void P2P::wake_thread() {
   // Once until it has run: a call made while the thread waits for the lock
   // (posting receives one after another) has nothing to add.
@@ -830,7 +835,11 @@ void P2P::irecv(const Match& m, void* buf, size_t cap, const Watch& w, Report re
   } else {
     post(r);
   }
-  wake_thread();
+  // The thread is woken by kick() at the end of the JavaScript turn, not
+  // here: a receive waited for in the same turn (a window of irecvs and a
+  // waitAll) then never wakes it, nor do the messages that complete it.
+  // Nothing a sender waits for depends on it meanwhile: a full ring and a
+  // single copy wake the thread themselves (Bell::kUrgent).
 }
 
 Status P2P::probe(const Match& m, const Watch& w) {
@@ -883,7 +892,7 @@ void P2P::improbe(const Match& m, const Watch& w, Report rep) {
     return;
   }
   post(r);
-  wake_thread();
+  // As irecv: kick() wakes the thread.
 }
 
 void P2P::mrecv(uint64_t handle, void* buf, size_t cap, Status& st) {

@@ -110,11 +110,18 @@ class P2P {
   // the lock): the binding marks it done in the progress engine.
   void set_sink(std::function<void(const std::shared_ptr<progress::Op>&)> sink);
   // The progress thread: drains the rings while this rank is elsewhere
-  // (JavaScript). It sleeps on the doorbell; it asks senders to wake it
-  // only while nonblocking requests are in flight, and is otherwise woken
-  // only by a sender that finds a ring full or asks for a single copy.
+  // (JavaScript). It sleeps on the doorbell; once woken (kick(), a send
+  // queued behind a full ring, or a sender that finds a ring full or asks
+  // for a single copy) it asks senders to wake it while nonblocking
+  // requests are in flight.
   void start_thread();
   void stop_thread();
+  // Wakes the progress thread if nonblocking requests are in flight (lib
+  // calls it once per JavaScript turn that made requests): a receive or
+  // matched probe posted does not wake it by itself. A send queued behind
+  // a full ring does, at once: its receiver may be blocked on it while this
+  // rank waits in another call.
+  void kick();
   // A communicator with messages keyed `key` has been freed here: its
   // unexpected messages can never be received. Those here go, one still
   // arriving is skipped, and one that arrives later is dropped as it comes
