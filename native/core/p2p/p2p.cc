@@ -186,13 +186,15 @@ void P2P::ring_bell(uint32_t rank, Bell news, uint64_t from) {
   // the new ring head (or seq), or this sees it counted and wakes it.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (b->sleepers.load(std::memory_order_relaxed) == 0) return;
-  // Records behind others it has not taken yet: whoever sleeps there was
-  // woken for those (by the write that found the ring empty), or counted
-  // itself after them and saw them; and the same pairing holds for the
-  // tail it stores when it takes them. So a burst of messages wakes a
-  // sleeping receiver once, not once a message (a futex call each, and a
-  // switch to its thread, which on a busy core is most of a small isend).
-  if (news != Bell::kRoom && seg_->ring(self_, rank)->tail.load(std::memory_order_relaxed) != from) return;
+  // Records behind earlier ones it has not taken yet (its tail short of
+  // `from`): a sleeper that missed these missed those too, and the write of
+  // those, which saw its tail at or past its own start, woke it (the same
+  // pairing, with the tail the sleeper stored before it counted itself).
+  // So a burst of messages wakes a sleeping receiver once, not once a
+  // message (a futex call each, and a switch to its thread, which on a busy
+  // core is most of a small isend). A tail past `from` (the receiver took
+  // the first chunks of this very message) is no such proof: wake.
+  if (news != Bell::kRoom && seg_->ring(self_, rank)->tail.load(std::memory_order_relaxed) < from) return;
   if (news != Bell::kRoom) b->seq.fetch_add(1, std::memory_order_release);
   futex_wake_all(&b->seq);
 }
