@@ -9,7 +9,10 @@
 //      logical normalisation, MAXLOC/MINLOC ties, long double precision;
 //   4. every kernel against an independent reference written here, over
 //      many lengths, unaligned pointers and the out==a / out==b forms;
-//   5. every table this CPU supports, bit for bit against the scalar table.
+//   5. every table this CPU supports, bit for bit against the scalar table;
+//   6. FLOAT16 and BFLOAT16 on every one of their 65536 values against the
+//      reference, with second operands that make every kind of rounding.
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -67,7 +70,7 @@ const TypeInfo kTypeInfo[] = {
     {"F80", 16},       {"C32", 8},         {"C64", 16},      {"C80", 32},       {"BOOL", 1},
     {"LOGICAL", 4},    {"BYTE", 1},        {"FLOAT_INT", 8}, {"DOUBLE_INT", 16}, {"LONG_INT", 16},
     {"TWO_INT", 8},    {"SHORT_INT", 8},   {"LONG_DOUBLE_INT", 32},              {"TWO_FLOAT", 8},
-    {"TWO_DOUBLE", 16},
+    {"TWO_DOUBLE", 16}, {"F16", 2},         {"BF16", 2},
 };
 static_assert(sizeof(kTypeInfo) / sizeof(kTypeInfo[0]) == kTypes);
 
@@ -78,14 +81,15 @@ bool is_integer(TypeId t) { return t <= TypeId::U64; }
 bool is_real(TypeId t) { return t >= TypeId::F32 && t <= TypeId::F80; }
 bool is_complex(TypeId t) { return t >= TypeId::C32 && t <= TypeId::C80; }
 bool is_pair(TypeId t) { return t >= TypeId::FLOAT_INT && t <= TypeId::TWO_DOUBLE; }
+bool is_half(TypeId t) { return t == TypeId::F16 || t == TypeId::BF16; }
 
 // The MPI 4.1 table (section 6.9.2), restated.
 bool defined(OpId op, TypeId t) {
   switch (op) {
     case OpId::MAX: case OpId::MIN:
-      return is_integer(t) || is_real(t);
+      return is_integer(t) || is_real(t) || is_half(t);
     case OpId::SUM: case OpId::PROD:
-      return is_integer(t) || is_real(t) || is_complex(t);
+      return is_integer(t) || is_real(t) || is_complex(t) || is_half(t);
     case OpId::LAND: case OpId::LOR: case OpId::LXOR:
       return is_integer(t) || t == TypeId::BOOL || t == TypeId::LOGICAL;
     case OpId::BAND: case OpId::BOR: case OpId::BXOR:
@@ -201,6 +205,97 @@ T make_real(Rng& r) {
   }
 }
 
+// ---- 16-bit floats, independently of the kernels ----------------------------------
+// A format: `fraction` bits after the point, exponent bias `bias`; the
+// exponent field is 5 bits (binary16) or 8 (bfloat16). Decoding and the
+// rounding go through double and ldexp, not through float and bit tricks
+// as the kernels do.
+
+struct HalfFormat {
+  int fraction;  // 10 or 7
+  int bias;      // 15 or 127
+  uint16_t exponent_mask() const { return uint16_t(0x7fff & ~((1u << fraction) - 1)); }
+  uint16_t quiet_bit() const { return uint16_t(1u << (fraction - 1)); }
+  bool is_nan(uint16_t h) const {
+    return (h & exponent_mask()) == exponent_mask() && (h & ((1u << fraction) - 1)) != 0;
+  }
+};
+constexpr HalfFormat kBinary16{10, 15}, kBFloat16{7, 127};
+const HalfFormat& format_of(TypeId t) { return t == TypeId::F16 ? kBinary16 : kBFloat16; }
+
+// The value of a non-NaN h, exactly.
+double half_value(const HalfFormat& f, uint16_t h) {
+  const int e = (h & 0x7fff) >> f.fraction;
+  const int m = h & ((1 << f.fraction) - 1);
+  const int emax = (1 << (15 - f.fraction)) - 1;
+  double v;
+  if (e == emax) v = INFINITY;
+  else if (e == 0) v = std::ldexp(double(m), 1 - f.bias - f.fraction);
+  else v = std::ldexp(double(m + (1 << f.fraction)), e - f.bias - f.fraction);
+  return h & 0x8000 ? -v : v;
+}
+
+// x (not NaN) rounded to the format, to nearest, ties to even: rint in the
+// default rounding mode at the unit of x's binade (or of the subnormals).
+uint16_t half_round(const HalfFormat& f, double x) {
+  const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  const double a = std::fabs(x);
+  const int emax = (1 << (15 - f.fraction)) - 1;  // the exponent field of inf
+  const int top = emax - 1 - f.bias;              // the largest finite binade
+  if (a == 0) return sign;
+  int e = std::ilogb(a);
+  if (e < 1 - f.bias) e = 1 - f.bias;
+  if (e > top) return uint16_t(sign | f.exponent_mask());
+  // Units of 2^(e - fraction), the implicit bit included; the encoding is
+  // the units plus the binade's exponent less one in the exponent field,
+  // which holds for subnormals (field 0) too. A carry into the next binade
+  // is just one more unit of the encoding, as is a carry into infinity.
+  const double units = std::rint(std::ldexp(a, f.fraction - e));
+  const long r = long(units) + (long(e + f.bias - 1) << f.fraction);
+  return uint16_t(sign | std::min(r, long(f.exponent_mask())));
+}
+
+// The NaN the CPU makes for inf - inf, narrowed (x86: negative, aarch64:
+// positive), computed at run time.
+uint16_t default_nan(const HalfFormat& f) {
+  volatile float inf = INFINITY;
+  const float n = inf - inf;
+  return uint16_t((std::signbit(n) ? 0x8000 : 0) | f.exponent_mask() | f.quiet_bit());
+}
+
+// MAX and MIN compare the values; SUM and PROD compute exactly (in double,
+// where a FLOAT16 sum and any product are exact, and a BFLOAT16 sum is
+// rounded harmlessly, 53 >= 2 * 8 + 2) and round once. NaN: a's, else b's,
+// quietened; else the default NaN.
+uint16_t ref_half(OpId op, const HalfFormat& f, uint16_t a, uint16_t b) {
+  const bool na = f.is_nan(a), nb = f.is_nan(b);
+  const double x = na ? NAN : half_value(f, a), y = nb ? NAN : half_value(f, b);
+  switch (op) {
+    case OpId::MAX: return y > x ? b : a;
+    case OpId::MIN: return y < x ? b : a;
+    default: break;
+  }
+  if (na) return uint16_t(a | f.quiet_bit());
+  if (nb) return uint16_t(b | f.quiet_bit());
+  const double r = op == OpId::SUM ? x + y : x * y;
+  if (r != r) return default_nan(f);
+  return half_round(f, r);
+}
+
+uint16_t make_half(const HalfFormat& f, Rng& r) {
+  const uint16_t sign = r.below(2) ? 0x8000 : 0;
+  const uint16_t fraction = uint16_t(r.next() & ((1u << f.fraction) - 1));
+  switch (r.below(10)) {
+    case 0: return sign;                                                      // zeros
+    case 1: return uint16_t(sign | f.exponent_mask());                        // infinities
+    case 2: return uint16_t(sign | f.exponent_mask() | (fraction ? fraction : 1));  // NaNs, any payload
+    case 3: return uint16_t(sign | fraction);                                 // subnormals
+    case 4: return uint16_t(sign | (f.exponent_mask() - 1 - (r.below(4) << f.fraction)));  // near the top
+    case 5: return half_round(f, double(int(r.below(9)) - 4) / (1 << r.below(3)));       // small, exact values
+    default: return uint16_t(r.next());                                       // anything
+  }
+}
+
 // ---- Random inputs ---------------------------------------------------------------
 
 template <class T>
@@ -281,6 +376,11 @@ void fill(TypeId t, uint8_t* p, size_t n, Rng& r) {
       case TypeId::LONG_DOUBLE_INT: fill_pair<long double, int32_t>(e, 16, r); break;
       case TypeId::TWO_FLOAT: fill_pair<float, float>(e, 4, r); break;
       case TypeId::TWO_DOUBLE: fill_pair<double, double>(e, 8, r); break;
+      case TypeId::F16: case TypeId::BF16: {
+        const uint16_t h = make_half(format_of(t), r);
+        std::memcpy(e, &h, 2);
+        break;
+      }
       case TypeId::COUNT: break;
     }
   }
@@ -445,6 +545,14 @@ void reference(OpId op, TypeId t, const uint8_t* a, const uint8_t* b, uint8_t* o
       case TypeId::LONG_DOUBLE_INT: ref_loc<long double, int32_t>(op, x, y, o, 16, size); break;
       case TypeId::TWO_FLOAT: ref_loc<float, float>(op, x, y, o, 4, size); break;
       case TypeId::TWO_DOUBLE: ref_loc<double, double>(op, x, y, o, 8, size); break;
+      case TypeId::F16: case TypeId::BF16: {
+        uint16_t ha, hb;
+        std::memcpy(&ha, x, 2);
+        std::memcpy(&hb, y, 2);
+        const uint16_t r = ref_half(op, format_of(t), ha, hb);
+        std::memcpy(o, &r, 2);
+        break;
+      }
       default: std::abort();
     }
   }
@@ -565,6 +673,8 @@ void test_table() {
   CHECK(std::strcmp(type_name(TypeId::F32), "FLOAT") == 0);
   CHECK(std::strcmp(type_name(TypeId::I32), "INT") == 0);
   CHECK(std::strcmp(type_name(TypeId::TWO_DOUBLE), "TWO_DOUBLE_PRECISION") == 0);
+  CHECK(std::strcmp(type_name(TypeId::F16), "FLOAT16") == 0);
+  CHECK(std::strcmp(type_name(TypeId::BF16), "BFLOAT16") == 0);
   CHECK(op_name(OpId::COUNT) == nullptr && type_name(TypeId::COUNT) == nullptr);
 }
 
@@ -1083,6 +1193,65 @@ void test_tables_agree(Rng& rng) {
   select_isa("auto");
 }
 
+// ---- 6. 16-bit floats, every value ---------------------------------------------------------
+
+// a = each of the 65536 values, b = one value for all: signed zeros and one
+// (the conversions both ways, every subnormal and NaN payload), halving
+// (ties in the subnormals), 1.5 and 1 + 2^-fraction times (rounding in
+// every binade, into overflow), the smallest subnormal and the largest
+// value added (sticky bits, overflow), infinity and a NaN; and random b.
+void test_halves(Rng& rng) {
+  for (TypeId type : {TypeId::F16, TypeId::BF16}) {
+    const HalfFormat& f = format_of(type);
+    const double seconds[] = {0.0, -0.0, 1.0, 0.5, 1.5, -1.0 - std::ldexp(1.0, -f.fraction),
+                              half_value(f, 0x0001), half_value(f, uint16_t(f.exponent_mask() - 1)), INFINITY};
+    std::vector<uint16_t> every(65536);
+    for (size_t i = 0; i < every.size(); ++i) every[i] = uint16_t(i);
+    std::vector<std::vector<uint16_t>> bs;
+    for (double v : seconds) bs.emplace_back(65536, half_round(f, v));
+    bs.emplace_back(65536, uint16_t(f.exponent_mask() | 5));  // a signalling NaN
+    bs.emplace_back(65536);
+    for (uint16_t& h : bs.back()) h = make_half(f, rng);
+    for (const char* isa : kIsaNames) {
+      if (!select_isa(isa)) continue;
+      for (OpId op : {OpId::MAX, OpId::MIN, OpId::SUM, OpId::PROD}) {
+        for (size_t k = 0; k < bs.size(); ++k) {
+          for (bool swap : {false, true}) {
+            const uint8_t* a = reinterpret_cast<const uint8_t*>((swap ? bs[k] : every).data());
+            const uint8_t* b = reinterpret_cast<const uint8_t*>((swap ? every : bs[k]).data());
+            std::vector<uint8_t> want(2 * 65536);
+            reference(op, type, a, b, want.data(), 65536);
+            g_context = std::string(isa) + " every value: " + describe(op, type) + " with b[" + std::to_string(k) +
+                        "]" + (swap ? " swapped" : "");
+            auto got = run(lookup(op, type), type, a, b, 65536, k % 8, static_cast<Alias>(k % 3));
+            g_context += first_difference(got, want, 2);
+            CHECK(got == want);
+          }
+        }
+      }
+    }
+  }
+  select_isa("auto");
+  // A few values written out, so the reference itself is checked too.
+  g_context = "16-bit values by hand";
+  CHECK(half_round(kBinary16, 1.0) == 0x3c00);
+  CHECK(half_round(kBinary16, 65504.0) == 0x7bff);
+  CHECK(half_round(kBinary16, 65519.99) == 0x7bff);
+  CHECK(half_round(kBinary16, 65520.0) == 0x7c00);              // the tie goes up, to infinity
+  CHECK(half_round(kBinary16, std::ldexp(1.0, -25)) == 0x0000);  // half the smallest subnormal: tie to even
+  CHECK(half_round(kBinary16, std::ldexp(3.0, -25)) == 0x0002);  // 1.5 units: tie to even (2)
+  CHECK(half_round(kBinary16, -std::ldexp(1023.5, -24)) == 0x8400);  // into the smallest normal
+  CHECK(half_round(kBinary16, 1.0 + std::ldexp(1.0, -11)) == 0x3c00);  // tie at 1, even
+  CHECK(half_round(kBinary16, 1.0 + std::ldexp(3.0, -11)) == 0x3c02);  // tie at 1 + 2^-10, even
+  CHECK(half_round(kBFloat16, 1.0) == 0x3f80);
+  CHECK(half_round(kBFloat16, std::ldexp(1.0, -133)) == 0x0001);
+  CHECK(half_round(kBFloat16, std::ldexp(1.0, -134)) == 0x0000);
+  CHECK(half_round(kBFloat16, std::ldexp(255.5, 120)) == 0x7f80);   // (2 - 2^-8) 2^127: a tie, to infinity
+  CHECK(half_round(kBFloat16, std::ldexp(255.0, 120)) == 0x7f7f);
+  CHECK(half_value(kBinary16, 0x0001) == std::ldexp(1.0, -24));
+  CHECK(half_value(kBFloat16, 0x8001) == -std::ldexp(1.0, -133));
+}
+
 int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "--expect-isa") == 0) {
     bool ok = lookup(OpId::SUM, TypeId::F64) != nullptr && std::strcmp(active_isa(), argv[2]) == 0;
@@ -1096,6 +1265,7 @@ int main(int argc, char** argv) {
   test_loc_cases(rng);
   test_against_reference(rng);
   test_tables_agree(rng);
+  test_halves(rng);
   std::printf("kernels_test: %d checks, %d failures (tables on this CPU:", g_checks, g_failures);
   for (const char* name : kIsaNames)
     if (cpu_has(name)) std::printf(" %s", name);

@@ -30,15 +30,16 @@ bool always() { return true; }
 
 #if defined(__x86_64__)
 // __builtin_cpu_supports also checks that the OS saves the wide registers
-// (XCR0), not just the CPUID bits.
+// (XCR0), not just the CPUID bits. Both vector tables convert FLOAT16 with
+// F16C, which every CPU with AVX2 has had so far; it is checked all the same.
 bool has_avx2() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
 }
 bool has_avx512() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c");
 }
 #endif
 
@@ -125,6 +126,7 @@ size_t type_size(TypeId type) {
     case TypeId::LONG_DOUBLE_INT: return sizeof(LongDoubleInt);
     case TypeId::TWO_FLOAT: return sizeof(TwoFloat);
     case TypeId::TWO_DOUBLE: return sizeof(TwoDouble);
+    case TypeId::F16: case TypeId::BF16: return 2;
     case TypeId::COUNT: break;
   }
   return 0;
@@ -142,7 +144,7 @@ const char* type_name(TypeId type) {
       "SIGNED_CHAR", "UNSIGNED_CHAR", "SHORT", "UNSIGNED_SHORT", "INT", "UNSIGNED", "LONG", "UNSIGNED_LONG",
       "FLOAT", "DOUBLE", "LONG_DOUBLE", "C_COMPLEX", "C_DOUBLE_COMPLEX", "C_LONG_DOUBLE_COMPLEX",
       "C_BOOL", "LOGICAL", "BYTE", "FLOAT_INT", "DOUBLE_INT", "LONG_INT", "TWO_INT", "SHORT_INT",
-      "LONG_DOUBLE_INT", "TWO_REAL", "TWO_DOUBLE_PRECISION"};
+      "LONG_DOUBLE_INT", "TWO_REAL", "TWO_DOUBLE_PRECISION", "FLOAT16", "BFLOAT16"};
   static_assert(sizeof names / sizeof names[0] == size_t(TypeId::COUNT), "a name per type");
   return type < TypeId::COUNT ? names[size_t(type)] : nullptr;
 }

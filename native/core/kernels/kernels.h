@@ -26,6 +26,7 @@ enum class TypeId : uint8_t {
   // Pair types for MAXLOC/MINLOC, laid out as the C structs (padding included)
   FLOAT_INT, DOUBLE_INT, LONG_INT, TWO_INT, SHORT_INT, LONG_DOUBLE_INT,
   TWO_FLOAT, TWO_DOUBLE,    // TWO_REAL, TWO_DOUBLE_PRECISION (value, index as the same type)
+  F16, BF16,                // IEEE binary16 and bfloat16, stored as uint16_t (FLOAT16, BFLOAT16)
   COUNT
 };
 

@@ -147,10 +147,19 @@ struct Max {
   static bool take_b(T a, T b) {
     return b > a;
   }
+  // The same on whole vectors: a lane of -1 where b is taken, else 0.
+  template <class V>
+  static auto take_b_lanes(V a, V b) {
+    return b > a;
+  }
 };
 struct Min {
   template <class T>
   static bool take_b(T a, T b) {
+    return b < a;
+  }
+  template <class V>
+  static auto take_b_lanes(V a, V b) {
     return b < a;
   }
 };
@@ -510,6 +519,189 @@ NODEMPI_LOC_YMM void loc(const void* a, const void* b, void* out, size_t n) {
   }
 }
 
+// ---- 16-bit floating point (FLOAT16, BFLOAT16) -----------------------------
+//
+// FLOAT16 is IEEE binary16 (1 sign, 5 exponent, 10 fraction bits), BFLOAT16
+// the top half of a binary32 (1, 8, 7); both are stored as uint16_t. SUM and
+// PROD widen both operands to float, exactly, compute there as the float
+// kernels do (nan_first included), and round the result back to 16 bits to
+// nearest, ties to even. Rounding twice, the exact result to float and then
+// to 16 bits, gives what rounding once would: for + and * that holds when
+// the wide format has at least 2p + 2 significand bits, p being the narrow
+// one's (Figueroa, "When is double rounding innocuous?", 1995), and a float
+// has 24 >= 2 * 11 + 2 (FLOAT16) and 24 >= 2 * 8 + 2 (BFLOAT16). Products
+// are even exact in float (11 + 11 and 8 + 8 bits). BFLOAT16 shares float's
+// exponent range, so its subnormal results are float subnormals: a sum of
+// two is exact, and a product is rounded in float only below 2^-134, where
+// both roundings give zero (or 2^-134 exactly, a tie that goes to zero).
+// MAX and MIN compare the widened values and select an operand's own 16
+// bits, so they follow the float rules above (NaN payloads kept as they are).
+//
+// NaN results of SUM and PROD: the lower operand's NaN if it is one, else
+// the higher's (nan_first), quietened, with as much of its payload as the
+// 16 bits hold (the top fraction bits); a NaN made by the operation
+// (inf - inf, 0 * inf) is the CPU's default float NaN, narrowed. The
+// software conversions below do what F16C's vcvtph2ps and vcvtps2ph do,
+// bit for bit, NaN payloads and subnormals included (kernels_test.cc checks
+// every 16-bit value and the rounding of floats around every boundary), so
+// tables with and without F16C agree. Nothing is flushed to zero.
+
+template <class T, class F>
+inline T bits_as(const F& v) {
+  static_assert(sizeof(T) == sizeof(F));
+  T r;
+  __builtin_memcpy(&r, &v, sizeof r);
+  return r;
+}
+
+// IEEE binary16.
+struct Binary16 {
+  static float widen(uint16_t h) {
+    const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+    const uint32_t em = h & 0x7fffu;  // exponent and fraction
+    // Normal numbers: the fields moved into place, the exponent rebiased
+    // from 15 to 127.
+    const uint32_t normal = (em << 13) + ((127u - 15u) << 23);
+    // Infinity and NaN: exponent all ones, a NaN quietened.
+    const uint32_t special = (em << 13) | 0x7f800000u | (em > 0x7c00u ? 0x00400000u : 0u);
+    // Zero and subnormals: the fraction times 2^-24, both steps exact.
+    const uint32_t tiny = bits_as<uint32_t>(float(int32_t(em)) * 0x1p-24f);
+    const uint32_t r = em < 0x0400u ? tiny : em >= 0x7c00u ? special : normal;
+    return bits_as<float>(r | sign);
+  }
+
+  static uint16_t narrow(float f) {
+    const uint32_t u = bits_as<uint32_t>(f);
+    const uint32_t sign = (u >> 16) & 0x8000u;
+    const uint32_t a = u & 0x7fffffffu;
+    // Normal results: the fraction rounded at bit 13 (to nearest, ties to
+    // even: add just under half, plus the bit that makes a tie go up when
+    // the kept part is odd), the exponent rebiased. A carry out of the
+    // fraction moves the exponent on, up to infinity from 65520 on.
+    const uint32_t normal = (a + 0x0fffu + ((a >> 13) & 1u) - ((127u - 15u) << 23)) >> 13;
+    // Below 2^-14, subnormal or zero: adding 0.5 rounds |f| at 2^-24,
+    // the unit of the result, in the CPU's own (nearest, ties to even)
+    // rounding; the result's low bits count those units, and a carry makes
+    // the smallest normal number, as it should.
+    const uint32_t tiny = bits_as<uint32_t>(bits_as<float>(a) + 0.5f) - 0x3f000000u;
+    // NaN: quietened, the top 9 bits of the payload kept.
+    const uint32_t nan = 0x7e00u | ((a >> 13) & 0x03ffu);
+    const uint32_t r = a > 0x7f800000u ? nan : a >= 0x47800000u ? 0x7c00u : a < 0x38800000u ? tiny : normal;
+    return uint16_t(r | sign);
+  }
+};
+
+// bfloat16: the top half of a float.
+struct BFloat16 {
+  static float widen(uint16_t h) { return bits_as<float>(uint32_t(h) << 16); }
+
+  static uint16_t narrow(float f) {
+    const uint32_t u = bits_as<uint32_t>(f);
+    // Rounded at bit 16, to nearest, ties to even (as Binary16::narrow);
+    // float's largest values carry into infinity, as they should, and
+    // subnormals round like any other number.
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    // NaN: quietened, the top 6 bits of the payload kept.
+    const uint32_t nan = (u >> 16) | 0x0040u;
+    return uint16_t((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+  }
+};
+
+#if defined(NODEMPI_F16C)
+// FLOAT16 in whole vectors with F16C (the AVX2 and AVX-512 tables): as many
+// halves as a float vector has lanes, widened and narrowed by vcvtph2ps and
+// vcvtps2ph (rounding to nearest, ties to even, whatever MXCSR says), the
+// arithmetic by ordered() and MAX/MIN by a compare and a select of the
+// operands' bits. The same results as Binary16's, which the loops in the
+// kernels below finish the tails with.
+using FloatVector = Vector<float>::type;
+inline constexpr size_t kHalfLanes = sizeof(FloatVector) / sizeof(float);
+typedef uint16_t HalfVector __attribute__((vector_size(2 * kHalfLanes)));
+typedef int16_t HalfMask __attribute__((vector_size(2 * kHalfLanes)));
+
+#if NODEMPI_VECTOR_BYTES == 64
+// The merge-masked forms with every lane set are the plain instructions; the
+// plain intrinsics trip GCC 12's -Wmaybe-uninitialized in its own header.
+inline FloatVector f16_widen(HalfVector h) {
+  return FloatVector(_mm512_mask_cvtph_ps(_mm512_setzero_ps(), __mmask16(0xffff), __m256i(h)));
+}
+inline HalfVector f16_narrow(FloatVector v) {
+  return HalfVector(_mm512_mask_cvtps_ph(_mm256_setzero_si256(), __mmask16(0xffff), __m512(v), _MM_FROUND_TO_NEAREST_INT));
+}
+#else
+inline FloatVector f16_widen(HalfVector h) { return FloatVector(_mm256_cvtph_ps(__m128i(h))); }
+inline HalfVector f16_narrow(FloatVector v) {
+  return HalfVector(_mm256_cvtps_ph(__m256(v), _MM_FROUND_TO_NEAREST_INT));
+}
+#endif
+
+inline HalfVector half_vector_at(const Byte* p, size_t i) {
+  HalfVector v;
+  __builtin_memcpy(&v, p + 2 * i, sizeof v);
+  return v;
+}
+inline void half_vector_put(Byte* p, size_t i, HalfVector v) { __builtin_memcpy(p + 2 * i, &v, sizeof v); }
+
+// The whole vectors of SUM and PROD; returns how many halves it did.
+template <class Op>
+size_t f16_ordered_vectors(const Byte* a, const Byte* b, Byte* out, size_t n) {
+  size_t i = 0;
+  for (; i + kHalfLanes <= n; i += kHalfLanes) {
+    const FloatVector x = f16_widen(half_vector_at(a, i)), y = f16_widen(half_vector_at(b, i));
+    half_vector_put(out, i, f16_narrow(ordered<Op, float>(x, y)));
+  }
+  return i;
+}
+
+// The whole vectors of MAX and MIN.
+template <class Pred>
+size_t f16_choose_vectors(const Byte* a, const Byte* b, Byte* out, size_t n) {
+  size_t i = 0;
+  for (; i + kHalfLanes <= n; i += kHalfLanes) {
+    const HalfVector ha = half_vector_at(a, i), hb = half_vector_at(b, i);
+    // Lanes of -1 where b is taken, narrowed to the halves' width.
+    const HalfMask take_b = __builtin_convertvector(Pred::take_b_lanes(f16_widen(ha), f16_widen(hb)), HalfMask);
+    half_vector_put(out, i, take_b ? hb : ha);
+  }
+  return i;
+}
+#endif
+
+// SUM and PROD on 16-bit floats of format H (Binary16, BFloat16).
+template <class Op, class H>
+void half_elementwise(const void* a, const void* b, void* out, size_t n) {
+  const Byte* pa = static_cast<const Byte*>(a);
+  const Byte* pb = static_cast<const Byte*>(b);
+  Byte* po = static_cast<Byte*>(out);
+  size_t i = 0;
+#if defined(NODEMPI_F16C)
+  if constexpr (std::is_same_v<H, Binary16>) i = f16_ordered_vectors<Op>(pa, pb, po, n);
+#endif
+  for (; i < n; ++i) {
+    const float x = H::widen(load<uint16_t>(pa + 2 * i)), y = H::widen(load<uint16_t>(pb + 2 * i));
+    const uint16_t r = H::narrow(Op::apply(x, y));
+    __builtin_memcpy(po + 2 * i, &r, 2);
+  }
+}
+
+// MAX and MIN on 16-bit floats: b's bits where Pred::take_b holds for the
+// widened values, else a's.
+template <class Pred, class H>
+void half_choose(const void* a, const void* b, void* out, size_t n) {
+  const Byte* pa = static_cast<const Byte*>(a);
+  const Byte* pb = static_cast<const Byte*>(b);
+  Byte* po = static_cast<Byte*>(out);
+  size_t i = 0;
+#if defined(NODEMPI_F16C)
+  if constexpr (std::is_same_v<H, Binary16>) i = f16_choose_vectors<Pred>(pa, pb, po, n);
+#endif
+  for (; i < n; ++i) {
+    const uint16_t x = load<uint16_t>(pa + 2 * i), y = load<uint16_t>(pb + 2 * i);
+    const uint16_t r = Pred::take_b(H::widen(x), H::widen(y)) ? y : x;
+    __builtin_memcpy(po + 2 * i, &r, 2);
+  }
+}
+
 // ---- The table --------------------------------------------------------------
 
 // The MPI 4.1 predefined op x storage type table; what is not set stays
@@ -585,6 +777,16 @@ constexpr Table build_table() {
   bitwise(OpId::BOR, [](auto v) { return &elementwise<BitOr, decltype(v)>; });
   bitwise(OpId::BXOR, [](auto v) { return &elementwise<BitXor, decltype(v)>; });
 
+  // 16-bit floating point: MAX, MIN, SUM and PROD only.
+  t.at(OpId::MAX, TypeId::F16) = &half_choose<Max, Binary16>;
+  t.at(OpId::MAX, TypeId::BF16) = &half_choose<Max, BFloat16>;
+  t.at(OpId::MIN, TypeId::F16) = &half_choose<Min, Binary16>;
+  t.at(OpId::MIN, TypeId::BF16) = &half_choose<Min, BFloat16>;
+  t.at(OpId::SUM, TypeId::F16) = &half_elementwise<Sum, Binary16>;
+  t.at(OpId::SUM, TypeId::BF16) = &half_elementwise<Sum, BFloat16>;
+  t.at(OpId::PROD, TypeId::F16) = &half_elementwise<Prod, Binary16>;
+  t.at(OpId::PROD, TypeId::BF16) = &half_elementwise<Prod, BFloat16>;
+
   pairs(OpId::MAXLOC, [](auto v) { return &loc<Max, decltype(v)>; });
   pairs(OpId::MINLOC, [](auto v) { return &loc<Min, decltype(v)>; });
   return t;
@@ -592,3 +794,4 @@ constexpr Table build_table() {
 
 #undef NODEMPI_LOC_YMM
 #undef NODEMPI_VECTOR_BYTES
+#undef NODEMPI_F16C

@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#if defined(__x86_64__)
+#include <immintrin.h>  // F16C conversions (reduce_ops.h, the AVX2 and AVX-512 tables)
+#endif
 
 #include "core/kernels/kernels.h"
 #include "core/kernels/pair_types.h"
