@@ -17,6 +17,7 @@ export const enum BasicType {
   BOOL, LOGICAL, BYTE,
   FLOAT_INT, DOUBLE_INT, LONG_INT, TWO_INT, SHORT_INT, LONG_DOUBLE_INT,
   TWO_FLOAT, TWO_DOUBLE,
+  F16, BF16,
   NONE = 255,
 }
 
@@ -887,6 +888,19 @@ export class Datatype {
   static readonly LOGICAL = Datatype.#predef('LOGICAL', 4, BasicType.LOGICAL, 'logical', 4);
   static readonly COMPLEX = Datatype.#predef('COMPLEX', 8, BasicType.C32, 'complex', 4);
   static readonly DOUBLE_COMPLEX = Datatype.#predef('DOUBLE_COMPLEX', 16, BasicType.C64, 'complex', 8);
+  /**
+   * IEEE 754 binary16, 2 bytes (C's `_Float16`; not in MPI 4.1, MPICH's
+   * MPIX_C_FLOAT16). Buffers are Uint16Array (the bits) or, where the
+   * runtime has one, Float16Array. MAX, MIN, SUM and PROD compute in
+   * binary32 and round to nearest, ties to even: the same bits on every rank.
+   */
+  static readonly FLOAT16 = Datatype.#predef('FLOAT16', 2, BasicType.F16, 'float', 2);
+  /**
+   * bfloat16, 2 bytes: the top half of an IEEE binary32 (not in MPI 4.1).
+   * Buffers are Uint16Array (the bits). Ops as for FLOAT16; subnormals
+   * are kept, never flushed to zero.
+   */
+  static readonly BFLOAT16 = Datatype.#predef('BFLOAT16', 2, BasicType.BF16, 'float', 2);
   // Pair types for MAXLOC/MINLOC, laid out as the C struct: size counts the
   // two members, extent includes the padding; they hash as their members.
   static readonly FLOAT_INT = Datatype.#predef('FLOAT_INT', 8, BasicType.FLOAT_INT, 'pair', 4,

@@ -227,10 +227,13 @@ class Marked<A extends unknown[]> implements Held<A> {
 
 // The TypedArray class a copy of `v` is made as: its built-in base class
 // (a Buffer copies as a Uint8Array), so that the inferred datatype is the same.
-const kinds = [
+// Float16Array too where the runtime has one (it infers FLOAT16).
+type ViewKind = { new(b: ArrayBuffer, o: number, n: number): ArrayBufferView; readonly BYTES_PER_ELEMENT: number };
+const float16Kind = (globalThis as { Float16Array?: ViewKind }).Float16Array;
+const kinds: readonly ViewKind[] = [
   Float64Array, Float32Array, Int32Array, Uint32Array, Int16Array, Uint16Array, Int8Array, Uint8Array, Uint8ClampedArray,
-  BigInt64Array, BigUint64Array,
-] as const;
+  BigInt64Array, BigUint64Array, ...(typeof float16Kind === 'function' ? [float16Kind] : []),
+];
 
 function copyOf(v: ArrayBufferView | null, buffer: ArrayBuffer, bytes: number): { copy: ArrayBufferView | ArrayBuffer; mem: Uint8Array } {
   const mem = new Uint8Array(bytes);

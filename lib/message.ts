@@ -39,6 +39,10 @@ const inferred = new Map<unknown, Datatype>([
   [BigUint64Array, Datatype.UINT64_T],
   [DataView, Datatype.BYTE],
 ]);
+// Float16Array (Node 24 and later, or a polyfill installed as the global)
+// holds FLOAT16; where the runtime has none there is nothing to infer.
+const Float16Ctor = (globalThis as { Float16Array?: unknown }).Float16Array;
+if (typeof Float16Ctor === 'function') inferred.set(Float16Ctor, Datatype.FLOAT16);
 
 // The last kind looked up: a call site passes the same kind call after
 // call, and a compare is much cheaper than the Map lookup.

@@ -123,11 +123,14 @@ export function checkOp(op: unknown, dt: Datatype, call: string): Op {
 }
 
 // The TypedArray a user function sees for a basic type; DataView for the
-// types without one (long double, complex, pairs, LOGICAL).
+// types without one (long double, complex, pairs, LOGICAL). FLOAT16 and
+// BFLOAT16 come as their bits, Uint16Array, whether or not the runtime has
+// Float16Array: the addon (N-API 8) cannot make one.
 const viewCtor: Partial<Record<BasicType, { new(b: ArrayBufferLike, o: number, n: number): TypedArray; BYTES_PER_ELEMENT: number }>> = {
   [BasicType.I8]: Int8Array, [BasicType.U8]: Uint8Array, [BasicType.BYTE]: Uint8Array, [BasicType.BOOL]: Uint8Array,
   [BasicType.I16]: Int16Array, [BasicType.U16]: Uint16Array, [BasicType.I32]: Int32Array, [BasicType.U32]: Uint32Array,
   [BasicType.F32]: Float32Array, [BasicType.F64]: Float64Array, [BasicType.I64]: BigInt64Array, [BasicType.U64]: BigUint64Array,
+  [BasicType.F16]: Uint16Array, [BasicType.BF16]: Uint16Array,
 };
 
 // The same as the addon names it (napi_typedarray_type).

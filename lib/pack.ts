@@ -116,7 +116,7 @@ for (const t of [
   Datatype.INT64_T, Datatype.UINT64_T, Datatype.FLOAT, Datatype.DOUBLE, Datatype.LONG_DOUBLE, Datatype.C_FLOAT_COMPLEX,
   Datatype.C_DOUBLE_COMPLEX, Datatype.C_LONG_DOUBLE_COMPLEX, Datatype.C_BOOL, Datatype.LOGICAL, Datatype.BYTE,
   Datatype.FLOAT_INT, Datatype.DOUBLE_INT, Datatype.LONG_INT, Datatype.TWO_INT, Datatype.SHORT_INT,
-  Datatype.LONG_DOUBLE_INT, Datatype.TWO_REAL, Datatype.TWO_DOUBLE_PRECISION,
+  Datatype.LONG_DOUBLE_INT, Datatype.TWO_REAL, Datatype.TWO_DOUBLE_PRECISION, Datatype.FLOAT16, Datatype.BFLOAT16,
 ]) {
   if (!kernelTypes.has(t.basic)) kernelTypes.set(t.basic, t);
 }
