@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { explain, runJob } from '../helpers/job.js';
 
 describe.each(['scalar', 'avx2'])('reductions with NODEMPI_KERNELS=%s', (table) => {
-  for (const script of ['coll/allreduce.mjs', 'coll/reduce.mjs', 'vector-coll/v-variants.mjs']) {
+  for (const script of ['coll/allreduce.mjs', 'coll/reduce.mjs', 'coll/half.mjs', 'vector-coll/v-variants.mjs']) {
     for (const np of [2, 3]) {
       it(`${script} at np=${np}`, async () => {
         const r = await runJob(np, script, [], { env: { NODEMPI_KERNELS: table } });

@@ -17,6 +17,8 @@ const LP64: Record<string, [number, number]> = {
   UINT8_T: [1, 1], UINT16_T: [2, 2], UINT32_T: [4, 4], UINT64_T: [8, 8],
   AINT: [8, 8], OFFSET: [8, 8], COUNT: [8, 8], BYTE: [1, 1], PACKED: [1, 1],
   C_COMPLEX: [8, 8], C_FLOAT_COMPLEX: [8, 8], C_DOUBLE_COMPLEX: [16, 16], C_LONG_DOUBLE_COMPLEX: [32, 32],
+  // 16-bit floating point (beyond MPI 4.1)
+  FLOAT16: [2, 2], BFLOAT16: [2, 2],
   // Fortran
   INTEGER: [4, 4], REAL: [4, 4], DOUBLE_PRECISION: [8, 8], LOGICAL: [4, 4], COMPLEX: [8, 8], DOUBLE_COMPLEX: [16, 16],
   // Pairs: size counts the two members, extent is the C struct with its padding.

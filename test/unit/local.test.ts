@@ -8,7 +8,10 @@ import { describe, expect, it } from 'vitest';
 
 import * as mpi from '../../dist/index.js';
 // The reduction types and reference ops the rank scripts use.
-import { Guarded, RTYPES, encode, fold, values } from '../fixtures/coll/common.mjs';
+import {
+  BF16_FORMAT, F16_FORMAT, Guarded, RTYPES, encode, fold, halfBits, halfRefBits, halfValue, values,
+} from '../fixtures/coll/common.mjs';
+import { native } from '../../dist/native.js';
 
 const { Op, Datatype, IN_PLACE } = mpi;
 type Msg = Parameters<typeof mpi.reduceLocal>[0];
@@ -224,6 +227,52 @@ describe('reduceLocal / reduceLocals: exact C semantics', () => {
   });
 });
 
+describe('reduceLocal / reduceLocals: FLOAT16 and BFLOAT16 on any 16-bit patterns', () => {
+  // Random patterns (NaN payloads, infinities, subnormals) and values near 1
+  // and near the top (sums and products that round, ties, overflow), with
+  // the operands' roles both ways, against the JS reference (float32 via
+  // Math.fround, rounded to nearest even), in every kernel table this CPU runs.
+  const n = 4099;
+  const tables = ['scalar', 'avx2', 'avx512', 'neon'].filter((isa) => native.selectKernelIsa(isa));
+  native.selectKernelIsa('auto');
+  for (const [dt, f] of [[Datatype.FLOAT16, F16_FORMAT], [Datatype.BFLOAT16, BF16_FORMAT]] as const) {
+    let s = 12345 + f.fraction;
+    const rnd = () => (s = (Math.imul(s, 1103515245) + 12345) >>> 0) >>> 8;
+    const largest = (0x7fff & ~((1 << f.fraction) - 1)) - 1;
+    const pattern = (): number => {
+      const h = rnd();
+      switch (h % 4) {
+        case 0: return halfBits(f, (h & 1 ? -1 : 1) * (1 + (h % 97) * 2 ** -(f.fraction + 3)));
+        case 1: return (h & 0x8000) | (largest - (h % 3));
+        default: return rnd() & 0xffff;
+      }
+    };
+    const a = Uint16Array.from({ length: n }, pattern), b = Uint16Array.from({ length: n }, pattern);
+    for (const isa of tables) {
+      for (const op of ['MAX', 'MIN', 'SUM', 'PROD'] as const) {
+        it(`${dt.name} ${op} (${isa} kernels)`, () => {
+          expect(native.selectKernelIsa(isa)).toBe(true);
+          try {
+            const want = a.map((x, i) => halfRefBits(f, op, x, b[i]));
+            const io = Uint16Array.from(b);
+            mpi.reduceLocal([a, dt], [io, dt], Op[op]);
+            const out = new Uint16Array(n);
+            mpi.reduceLocals([a, dt], [b, dt], [out, dt], Op[op]);
+            for (let i = 0; i < n; i++) {
+              if (io[i] !== want[i] || out[i] !== want[i]) {
+                const show = (h: number) => `0x${h.toString(16)} (${halfValue(f, h)})`;
+                expect.fail(`item ${i}: ${show(a[i]!)} ${op} ${show(b[i]!)} gave ${show(io[i]!)} / ${show(out[i]!)}, want ${show(want[i]!)}`);
+              }
+            }
+          } finally {
+            native.selectKernelIsa('auto');
+          }
+        });
+      }
+    }
+  }
+});
+
 describe('reduceLocal / reduceLocals: argument errors', () => {
   function code(fn: () => void): string | undefined {
     try {
@@ -260,6 +309,10 @@ describe('reduceLocal / reduceLocals: argument errors', () => {
     expect(code(() => mpi.reduceLocals(new Int32Array(4), f64(2), f64(2), Op.SUM))).toBe('ERR_TYPE');
     expect(code(() => mpi.reduceLocals(IN_PLACE, new Float32Array(2), f64(2), Op.SUM))).toBe('ERR_TYPE');
     expect(code(() => mpi.reduceLocal([f64(2), {} as never], f64(2), Op.SUM))).toBe('ERR_TYPE');
+    // A bare Uint16Array is UINT16_T, which is not FLOAT16, nor FLOAT16 BFLOAT16.
+    const u16 = () => new Uint16Array(2);
+    expect(code(() => mpi.reduceLocal(u16(), [u16(), Datatype.FLOAT16], Op.SUM))).toBe('ERR_TYPE');
+    expect(code(() => mpi.reduceLocal([u16(), Datatype.BFLOAT16], [u16(), Datatype.FLOAT16], Op.SUM))).toBe('ERR_TYPE');
   });
 
   it('ops not defined on the datatype are ERR_OP', () => {
@@ -268,6 +321,11 @@ describe('reduceLocal / reduceLocals: argument errors', () => {
     expect(code(() => mpi.reduceLocal([new Uint8Array(2), Datatype.CHAR], [new Uint8Array(2), Datatype.CHAR], Op.SUM))).toBe('ERR_OP');
     expect(code(() => mpi.reduceLocal(new Int32Array(2), new Int32Array(2), Op.MAXLOC))).toBe('ERR_OP');
     expect(code(() => mpi.reduceLocal([new Uint8Array(2), Datatype.PACKED], [new Uint8Array(2), Datatype.PACKED], Op.BXOR))).toBe('ERR_OP');
+    for (const dt of [Datatype.FLOAT16, Datatype.BFLOAT16]) {
+      for (const op of [Op.LAND, Op.LOR, Op.LXOR, Op.BAND, Op.BOR, Op.BXOR, Op.MAXLOC, Op.MINLOC, Op.REPLACE, Op.NO_OP]) {
+        expect(code(() => mpi.reduceLocal([new Uint16Array(2), dt], [new Uint16Array(2), dt], op)), `${op.name} ${dt.name}`).toBe('ERR_OP');
+      }
+    }
     expect(code(() => mpi.reduceLocals(f64(2), f64(2), f64(2), Op.REPLACE))).toBe('ERR_OP');
     expect(code(() => mpi.reduceLocals(f64(2), f64(2), f64(2), 'SUM' as never))).toBe('ERR_OP');
   });
