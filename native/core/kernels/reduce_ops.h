@@ -542,9 +542,11 @@ NODEMPI_LOC_YMM void loc(const void* a, const void* b, void* out, size_t n) {
 // 16 bits hold (the top fraction bits); a NaN made by the operation
 // (inf - inf, 0 * inf) is the CPU's default float NaN, narrowed. The
 // software conversions below do what F16C's vcvtph2ps and vcvtps2ph do,
-// bit for bit, NaN payloads and subnormals included (kernels_test.cc checks
-// every 16-bit value and the rounding of floats around every boundary), so
-// tables with and without F16C agree. Nothing is flushed to zero.
+// and aarch64's fcvtl and fcvtn (with FPCR as Linux leaves it), bit for
+// bit, NaN payloads and subnormals included: kernels_test.cc checks every
+// 16-bit value in every table against a reference, with second operands
+// that make every kind of rounding, so tables with and without the
+// hardware conversions agree. Nothing is flushed to zero.
 
 template <class T, class F>
 inline T bits_as(const F& v) {
@@ -553,6 +555,12 @@ inline T bits_as(const F& v) {
   __builtin_memcpy(&r, &v, sizeof r);
   return r;
 }
+
+// All ones where `c` holds, else zero. The conversions below compute every
+// case and pick one with these masks rather than with ?:, which GCC keeps
+// as branches around the float operations (they could trap, as far as it
+// knows), and branches stop the vectoriser.
+inline uint32_t mask_if(bool c) { return 0u - uint32_t(c); }
 
 // IEEE binary16.
 struct Binary16 {
@@ -563,10 +571,11 @@ struct Binary16 {
     // from 15 to 127.
     const uint32_t normal = (em << 13) + ((127u - 15u) << 23);
     // Infinity and NaN: exponent all ones, a NaN quietened.
-    const uint32_t special = (em << 13) | 0x7f800000u | (em > 0x7c00u ? 0x00400000u : 0u);
+    const uint32_t special = (em << 13) | 0x7f800000u | (mask_if(em > 0x7c00u) & 0x00400000u);
     // Zero and subnormals: the fraction times 2^-24, both steps exact.
     const uint32_t tiny = bits_as<uint32_t>(float(int32_t(em)) * 0x1p-24f);
-    const uint32_t r = em < 0x0400u ? tiny : em >= 0x7c00u ? special : normal;
+    const uint32_t is_tiny = mask_if(em < 0x0400u), is_special = mask_if(em >= 0x7c00u);
+    const uint32_t r = (tiny & is_tiny) | (special & is_special) | (normal & ~(is_tiny | is_special));
     return bits_as<float>(r | sign);
   }
 
@@ -586,7 +595,11 @@ struct Binary16 {
     const uint32_t tiny = bits_as<uint32_t>(bits_as<float>(a) + 0.5f) - 0x3f000000u;
     // NaN: quietened, the top 9 bits of the payload kept.
     const uint32_t nan = 0x7e00u | ((a >> 13) & 0x03ffu);
-    const uint32_t r = a > 0x7f800000u ? nan : a >= 0x47800000u ? 0x7c00u : a < 0x38800000u ? tiny : normal;
+    const uint32_t is_nan = mask_if(a > 0x7f800000u);
+    const uint32_t is_inf = mask_if(a >= 0x47800000u) & ~is_nan;  // from 65536 on (65520 rounds up in normal)
+    const uint32_t is_tiny = mask_if(a < 0x38800000u);
+    const uint32_t r =
+        (nan & is_nan) | (0x7c00u & is_inf) | (tiny & is_tiny) | (normal & ~(is_nan | is_inf | is_tiny));
     return uint16_t(r | sign);
   }
 };
@@ -603,23 +616,34 @@ struct BFloat16 {
     const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
     // NaN: quietened, the top 6 bits of the payload kept.
     const uint32_t nan = (u >> 16) | 0x0040u;
-    return uint16_t((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+    const uint32_t is_nan = mask_if((u & 0x7fffffffu) > 0x7f800000u);
+    return uint16_t((nan & is_nan) | (rounded & ~is_nan));
   }
 };
 
-#if defined(NODEMPI_F16C)
-// FLOAT16 in whole vectors with F16C (the AVX2 and AVX-512 tables): as many
-// halves as a float vector has lanes, widened and narrowed by vcvtph2ps and
-// vcvtps2ph (rounding to nearest, ties to even, whatever MXCSR says), the
-// arithmetic by ordered() and MAX/MIN by a compare and a select of the
+#if defined(NODEMPI_F16C) || defined(NODEMPI_NEON_F16)
+#define NODEMPI_HALF_VECTORS
+// FLOAT16 in whole vectors with the CPU's conversions: F16C in the AVX2 and
+// AVX-512 tables (vcvtph2ps, and vcvtps2ph rounding to nearest, ties to
+// even, whatever MXCSR says), Advanced SIMD's fcvtl and fcvtn in the NEON
+// table (rounding as FPCR says: to nearest, ties to even, unless a program
+// changes it). As many halves as a float vector has lanes; the arithmetic
+// as in the float kernels, MAX/MIN by a compare and a select of the
 // operands' bits. The same results as Binary16's, which the loops in the
 // kernels below finish the tails with.
+#if defined(NODEMPI_F16C)
 using FloatVector = Vector<float>::type;
+#else
+typedef float FloatVector __attribute__((vector_size(16)));
+#endif
 inline constexpr size_t kHalfLanes = sizeof(FloatVector) / sizeof(float);
 typedef uint16_t HalfVector __attribute__((vector_size(2 * kHalfLanes)));
 typedef int16_t HalfMask __attribute__((vector_size(2 * kHalfLanes)));
 
-#if NODEMPI_VECTOR_BYTES == 64
+#if defined(NODEMPI_NEON_F16)
+inline FloatVector f16_widen(HalfVector h) { return bits_as<FloatVector>(vcvt_f32_f16(bits_as<float16x4_t>(h))); }
+inline HalfVector f16_narrow(FloatVector v) { return bits_as<HalfVector>(vcvt_f16_f32(bits_as<float32x4_t>(v))); }
+#elif NODEMPI_VECTOR_BYTES == 64
 // The merge-masked forms with every lane set are the plain instructions; the
 // plain intrinsics trip GCC 12's -Wmaybe-uninitialized in its own header.
 inline FloatVector f16_widen(HalfVector h) {
@@ -635,6 +659,19 @@ inline HalfVector f16_narrow(FloatVector v) {
 }
 #endif
 
+// x + y or x * y with nan_first's NaN rule: on x86 the one instruction
+// ordered() writes out; elsewhere y replaced by x in the lanes where x is
+// NaN, after which the order of the operands no longer matters.
+template <class Op>
+inline FloatVector f16_apply(FloatVector x, FloatVector y) {
+#if defined(NODEMPI_F16C)
+  return ordered<Op, float>(x, y);
+#else
+  const FloatVector z = x != x ? x : y;
+  return std::is_same_v<Op, Sum> ? x + z : x * z;
+#endif
+}
+
 inline HalfVector half_vector_at(const Byte* p, size_t i) {
   HalfVector v;
   __builtin_memcpy(&v, p + 2 * i, sizeof v);
@@ -648,7 +685,7 @@ size_t f16_ordered_vectors(const Byte* a, const Byte* b, Byte* out, size_t n) {
   size_t i = 0;
   for (; i + kHalfLanes <= n; i += kHalfLanes) {
     const FloatVector x = f16_widen(half_vector_at(a, i)), y = f16_widen(half_vector_at(b, i));
-    half_vector_put(out, i, f16_narrow(ordered<Op, float>(x, y)));
+    half_vector_put(out, i, f16_narrow(f16_apply<Op>(x, y)));
   }
   return i;
 }
@@ -674,12 +711,16 @@ void half_elementwise(const void* a, const void* b, void* out, size_t n) {
   const Byte* pb = static_cast<const Byte*>(b);
   Byte* po = static_cast<Byte*>(out);
   size_t i = 0;
-#if defined(NODEMPI_F16C)
+#if defined(NODEMPI_HALF_VECTORS)
   if constexpr (std::is_same_v<H, Binary16>) i = f16_ordered_vectors<Op>(pa, pb, po, n);
 #endif
   for (; i < n; ++i) {
     const float x = H::widen(load<uint16_t>(pa + 2 * i)), y = H::widen(load<uint16_t>(pb + 2 * i));
-    const uint16_t r = H::narrow(Op::apply(x, y));
+    // nan_first(x, y) with a mask, for the vectoriser (see mask_if); then
+    // the plain operation, whose operands are both x's NaN if x is one.
+    const uint32_t x_nan = mask_if(x != x);
+    const float z = bits_as<float>((bits_as<uint32_t>(x) & x_nan) | (bits_as<uint32_t>(y) & ~x_nan));
+    const uint16_t r = H::narrow(std::is_same_v<Op, Sum> ? x + z : x * z);
     __builtin_memcpy(po + 2 * i, &r, 2);
   }
 }
@@ -692,7 +733,7 @@ void half_choose(const void* a, const void* b, void* out, size_t n) {
   const Byte* pb = static_cast<const Byte*>(b);
   Byte* po = static_cast<Byte*>(out);
   size_t i = 0;
-#if defined(NODEMPI_F16C)
+#if defined(NODEMPI_HALF_VECTORS)
   if constexpr (std::is_same_v<H, Binary16>) i = f16_choose_vectors<Pred>(pa, pb, po, n);
 #endif
   for (; i < n; ++i) {
@@ -795,3 +836,5 @@ constexpr Table build_table() {
 #undef NODEMPI_LOC_YMM
 #undef NODEMPI_VECTOR_BYTES
 #undef NODEMPI_F16C
+#undef NODEMPI_NEON_F16
+#undef NODEMPI_HALF_VECTORS

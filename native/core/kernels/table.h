@@ -8,6 +8,9 @@
 #if defined(__x86_64__)
 #include <immintrin.h>  // F16C conversions (reduce_ops.h, the AVX2 and AVX-512 tables)
 #endif
+#if defined(__aarch64__)
+#include <arm_neon.h>  // half-precision conversions (reduce_ops.h, the NEON table)
+#endif
 
 #include "core/kernels/kernels.h"
 #include "core/kernels/pair_types.h"
