@@ -30,6 +30,8 @@ interface Entry {
 const entries: Entry[] = [
   // Collectives: every datatype and op, every root, IN_PLACE, exact values.
   ...['bcast', 'gather', 'scatter', 'allgather', 'alltoall', 'reduce', 'allreduce'].map((c) => ({ script: `coll/${c}.mjs`, name: c })),
+  // FLOAT16 and BFLOAT16 (stand-in types, nodempi's kernels as MPI ops) in the other reduction collectives.
+  { script: 'coll/half.mjs', name: 'half' },
   { script: 'coll/barrier.mjs', name: 'barrier', dir: true },
   // Repeated blocking calls run from a template (lib/replay.ts), and calls after finalize.
   { script: 'coll/replay.mjs', name: 'replay' },

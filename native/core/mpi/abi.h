@@ -166,30 +166,20 @@ constexpr Predefined kBasicTypes[] = {
     {"ompi_mpi_2dblprec", 0x4c001023},                // TWO_DOUBLE (MPI_2DOUBLE_PRECISION)
     // Not in MPI 4.1: stand-ins of their size, which move the same bytes.
     // A reduction on a stand-in always runs nodempi's kernel (mpi.cc,
-    // Library::calibrate); kOwnTypes replaces one where the library has a
-    // type of its own.
+    // Library::calibrate). The libraries' own FLOAT16 is not used: MPICH's
+    // MPIX_C_FLOAT16 (from 3.3; Open MPI's shortfloat extension has one
+    // too) is accepted by MPI_Type_size, but MPICH 4.0.2 aborts in
+    // MPI_Reduce_local on it (an assertion in its yaksa pack code), which
+    // no error handler catches; data moves as bytes anyway, so all it
+    // could add is the library's own ops. No library has a bfloat16 type.
     {"ompi_mpi_uint16_t", 0x4c00023c},                // F16 (MPI_UINT16_T)
     {"ompi_mpi_uint16_t", 0x4c00023c},                // BF16 (MPI_UINT16_T)
 };
 static_assert(sizeof(kBasicTypes) / sizeof(kBasicTypes[0]) == size_t(kernels::TypeId::COUNT),
               "one MPI datatype per kernel storage type");
 
-// Kernel storage types MPI 4.1 lacks that a library may have under an MPIX_
-// name: MPIX_C_FLOAT16 is MPICH's from 3.3 (a fixed number), and Open MPI's
-// shortfloat extension's where it was built with _Float16 (there a macro for
-// ompi_mpi_short_float). Each is used in place of its kBasicTypes stand-in
-// when the library exports it and MPI_Type_size says 2 bytes; whether the
-// library's ops on it match nodempi's is then calibrated like any type's.
-// No library has a bfloat16 type yet.
+// Whether kBasicTypes gives a stand-in for kernel storage type t.
 constexpr bool is_stand_in(kernels::TypeId t) { return t == kernels::TypeId::F16 || t == kernels::TypeId::BF16; }
-
-struct OwnType {
-  kernels::TypeId type;
-  Predefined handle;
-};
-constexpr OwnType kOwnTypes[] = {
-    {kernels::TypeId::F16, {"ompi_mpi_short_float", 0x4c000246}},  // MPIX_C_FLOAT16
-};
 
 // The MPI op of each predefined op (kernels::OpId order).
 constexpr Predefined kOps[] = {

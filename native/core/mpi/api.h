@@ -59,7 +59,6 @@ struct Api {
   int (*Type_create_resized)(Datatype, Aint, Aint, Datatype*);
   int (*Type_commit)(Datatype*);
   int (*Type_free)(Datatype*);
-  int (*Type_size)(Datatype, int*);
   int (*Op_create)(UserFunction*, int, Op*);
   int (*Op_free)(Op*);
   int (*Reduce_local)(const void*, void*, int, Datatype, Op);

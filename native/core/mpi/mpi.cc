@@ -79,7 +79,6 @@ std::string Api<A>::load(void* (*lookup)(const char*)) {
   need(Type_create_resized, "MPI_Type_create_resized");
   need(Type_commit, "MPI_Type_commit");
   need(Type_free, "MPI_Type_free");
-  need(Type_size, "MPI_Type_size");
   need(Op_create, "MPI_Op_create");
   need(Op_free, "MPI_Op_free");
   need(Reduce_local, "MPI_Reduce_local");
@@ -181,16 +180,6 @@ std::vector<uint8_t> probe_items(kernels::TypeId t, size_t n, uint64_t seed) {
         long double re = real(i), im = real(i + 1);
         std::memcpy(p, &re, 10);
         std::memcpy(p + 16, &im, 10);
-        break;
-      }
-      // 16-bit floats: the same kinds of special values as bit patterns
-      // (signed zeros, extremes, the smallest subnormal, infinities, a NaN),
-      // else any bits, so ties, subnormals and NaN payloads come up.
-      case T::F16: case T::BF16: {
-        static const uint16_t kF16[] = {0x0000, 0x8000, 0x3c00, 0xbe00, 0x7bff, 0xfbff, 0x0001, 0x7c00, 0xfc00, 0x7e00, 0x4100, 0x4700};
-        static const uint16_t kBF16[] = {0x0000, 0x8000, 0x3f80, 0xbfc0, 0x7f7f, 0xff7f, 0x0001, 0x7f80, 0xff80, 0x7fc0, 0x4020, 0x40e0};
-        const uint16_t v = i % 3 == 0 ? (t == T::F16 ? kF16 : kBF16)[next() % 12] : uint16_t(next());
-        std::memcpy(p, &v, 2);
         break;
       }
       case T::BOOL: p[0] = next() & 1; break;
@@ -316,11 +305,7 @@ class Library final : public Mpi {
     if (!missing.empty()) {
       throw CoreError(ErrorClass::OTHER, opened_.path + " is missing " + missing + ": not an MPI 3 library");
     }
-    for (size_t i = 0; i < size_t(kernels::TypeId::COUNT); i++) {
-      basic_[i] = A::template handle<Datatype>(lookup, kBasicTypes[i]);
-      stand_in_[i] = is_stand_in(kernels::TypeId(i));
-    }
-    for (size_t i = 0; i < std::size(kOwnTypes); i++) own_[i] = A::template handle<Datatype>(lookup, kOwnTypes[i].handle);
+    for (size_t i = 0; i < size_t(kernels::TypeId::COUNT); i++) basic_[i] = A::template handle<Datatype>(lookup, kBasicTypes[i]);
     for (size_t i = 0; i < size_t(kernels::OpId::COUNT); i++) ops_[i] = A::template handle<Op>(lookup, kOps[i]);
     world_ = A::template handle<Comm>(lookup, kCommWorld);
     self_ = A::template handle<Comm>(lookup, kCommSelf);
@@ -376,7 +361,6 @@ class Library final : public Mpi {
     check(api_.Comm_get_attr(world_, A::kTagUbKeyval, &ub, &has), "init");
     tag_ub_ = has && ub ? *ub : 32767;  // 32767: the least MPI allows
     initialized_ = true;
-    adopt_own_types();
     calibrate();
   }
 
@@ -1176,21 +1160,6 @@ class Library final : public Mpi {
   // ranks agree on the verdict (a bitwise OR over COMM_WORLD), since every
   // rank of a reduction must pass the same op.
 
-  // The library's own types for the kernel types MPI 4.1 lacks (abi.h,
-  // kOwnTypes), where it has them: a handle that is not null (Open MPI:
-  // the symbol exists) and a size of 2 bytes. Every rank loads the same
-  // library, so all make the same choice.
-  void adopt_own_types() {
-    for (size_t i = 0; i < std::size(kOwnTypes); i++) {
-      int bytes = 0;
-      if (own_[i] == Datatype{} || api_.Type_size(own_[i], &bytes) != 0) continue;
-      const size_t t = size_t(kOwnTypes[i].type);
-      if (size_t(bytes) != kernels::type_size(kOwnTypes[i].type)) continue;
-      basic_[t] = own_[i];
-      stand_in_[t] = false;
-    }
-  }
-
   void calibrate() {
     constexpr size_t kTypes = size_t(kernels::TypeId::COUNT), kOps = size_t(kernels::OpId::COUNT);
     constexpr size_t kItems = 67;  // vector bodies and tails
@@ -1203,7 +1172,7 @@ class Library final : public Mpi {
         if (!fn) continue;
         // A stand-in type is another type to the library: its ops are
         // never the right ones, even where the probe could not tell.
-        if (stand_in_[t]) {
+        if (is_stand_in(type)) {
           bad[o][t] = 1;
           continue;
         }
@@ -1219,6 +1188,26 @@ class Library final : public Mpi {
     }
   }
 
+  // Whether a kernel's result can depend on which operand comes first: with
+  // NaNs (which payload, or NaN against a number in MAX and MIN) and signed
+  // zeros, for the floating types and the pairs with a floating value. MPI
+  // lets a library combine a commutative op in either order, and libraries
+  // do so differently on different ranks (MPICH 4.0's recursive doubling
+  // computes "theirs op mine" on both sides of each exchange), so an
+  // allreduce would end with different bits on different ranks. Such ops
+  // are made non-commutative: the library then combines in rank order
+  // everywhere.
+  static bool order_matters(kernels::TypeId t) {
+    using T = kernels::TypeId;
+    switch (t) {
+      case T::F32: case T::F64: case T::F80: case T::C32: case T::C64: case T::C80: case T::F16: case T::BF16:
+      case T::FLOAT_INT: case T::DOUBLE_INT: case T::LONG_DOUBLE_INT: case T::TWO_FLOAT: case T::TWO_DOUBLE:
+        return true;
+      default:
+        return false;
+    }
+  }
+
   // The op for predefined op `o` on basic type `t`: the library's, or one
   // that runs nodempi's kernel (made on first use).
   Op predefined_op(int o, int t) {
@@ -1228,7 +1217,7 @@ class Library final : public Mpi {
     if (r == kReplace) {
       auto fn = kernels::lookup(kernels::OpId(o), kernels::TypeId(t));
       if (!fn) return ops_[size_t(o)];
-      r = op_create(kernel_hook, reinterpret_cast<void*>(fn), true);
+      r = op_create(kernel_hook, reinterpret_cast<void*>(fn), !order_matters(kernels::TypeId(t)));
     }
     return op(r);
   }
@@ -1272,10 +1261,6 @@ class Library final : public Mpi {
   Opened opened_;
   Api<A> api_{};
   Datatype basic_[size_t(kernels::TypeId::COUNT)]{};
-  // Whether basic_[t] is a stand-in (abi.h, kBasicTypes), and the
-  // library's own types that may replace them (kOwnTypes order).
-  bool stand_in_[size_t(kernels::TypeId::COUNT)]{};
-  Datatype own_[std::size(kOwnTypes)]{};
   Op ops_[size_t(kernels::OpId::COUNT)]{};
   Comm world_{}, self_{}, comm_null_{};
   Request request_null_{};
