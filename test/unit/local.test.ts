@@ -342,6 +342,19 @@ describe('reduceLocal / reduceLocals: argument errors', () => {
 });
 
 describe('local reductions on derived datatypes', () => {
+  it('reduce the BFLOAT16 and FLOAT16 elements of a vector with their kernels and leave the holes alone', () => {
+    const v = Datatype.vector(2, 1, 2, Datatype.BFLOAT16).commit();
+    const io = Uint16Array.of(0x3f80, 0x1234, 0x3f80, 0x5678);  // 1, hole, 1, (after the item)
+    mpi.reduceLocal([Uint16Array.of(0x3f80, 0xffff, 0x4000, 0xffff), 1, v], [io, 1, v], Op.SUM);
+    expect([...io]).toEqual([0x4000, 0x1234, 0x4040, 0x5678]);  // 2, 3
+    const w = Datatype.vector(2, 1, 2, Datatype.FLOAT16).commit();
+    const out = Uint16Array.of(0, 0x1111, 0, 0x2222);
+    mpi.reduceLocals([Uint16Array.of(0x3e00, 0, 0xc000, 0), 1, w], [Uint16Array.of(0x3e00, 0, 0x3800, 0), 1, w], [out, 1, w], Op.PROD);
+    expect([...out]).toEqual([0x4080, 0x1111, 0xbc00, 0x2222]);  // 1.5 * 1.5, -2 * 0.5
+    v.free();
+    w.free();
+  });
+
   it('apply a predefined op to each element of a strided vector and leave the holes alone', () => {
     const v = Datatype.vector(3, 1, 2, Datatype.DOUBLE).commit();
     // Two items, the second one extent (5 doubles) after the first: the
