@@ -83,12 +83,11 @@ export class Request<T = void> implements PromiseLike<T> {
   #unawaited = false;
   #error: Error | null = null;
   #promise: Promise<T> | null = null;
-  // A receive's status as the backend fills it, and the receive's datatype.
+  // A receive's status array as the backend fills it (from lib/p2p/status.ts's
+  // pool: read into #status and given back at completion), and the
+  // receive's datatype.
   #raw: Float64Array | null = null;
   #type: Datatype | null = null;
-  // `#raw` came from lib/p2p/status.ts's pool: read into the Status and
-  // given back at completion.
-  #pooled = false;
   #status: Status | null = null;
   #settle: ((err: Error | null) => void) | null = null;
   /** @internal */
@@ -115,13 +114,12 @@ export class Request<T = void> implements PromiseLike<T> {
   }
 
   /**
-   * @internal A receive: its status is `raw` ([source, tag, byteLength, ...])
-   * once complete; `pooled`: takeStatus() gave it.
+   * @internal A receive: its status is `raw` ([source, tag, byteLength, ...],
+   * from takeStatus()) once complete.
    */
-  _receives(raw: Float64Array, type: Datatype, pooled = false): this {
+  _receives(raw: Float64Array, type: Datatype): this {
     this.#raw = raw;
     this.#type = type;
-    this.#pooled = pooled;
     return this;
   }
 
@@ -134,13 +132,12 @@ export class Request<T = void> implements PromiseLike<T> {
 
   /** A completed receive's status (MPI_Status); null for other requests and before completion. */
   get status(): Status | null {
-    if (this.#status === null && this.#raw !== null && this.#completed) this.#status = new Status()._set(this.#raw, this.#type!);
     return this.#status;
   }
 
   // What awaiting gives: a receive's status, else nothing.
   #value(): T {
-    return (this.#raw !== null || this.#status !== null ? this.status : undefined) as T;
+    return (this.#status ?? undefined) as T;
   }
 
   /** True once the operation has completed (successfully or not). */
@@ -217,11 +214,10 @@ export class Request<T = void> implements PromiseLike<T> {
       }
     }
     if (!(this instanceof PersistentRequest)) this.#keep = null;
-    if (this.#pooled) {
-      this.#status = new Status()._set(this.#raw!, this.#type!);
-      releaseStatus(this.#raw!);
+    if (this.#raw) {
+      this.#status = new Status()._set(this.#raw, this.#type!);
+      releaseStatus(this.#raw);
       this.#raw = null;
-      this.#pooled = false;
     }
     const end = this._onEnd;
     this._onEnd = null;

@@ -138,25 +138,18 @@ export function recv(comm: Comm, call: string, buf: unknown, source: unknown, ta
   const t = checkTag(call, 'tag', tag, true);
   const status = new Status();
   if (s === PROC_NULL) return status._none(PROC_NULL);
-  if (!m) {
-    const view = buf as ArrayBufferView;
-    try {
-      p2p().recv(c, view, view.byteLength, s, t, scratch);
-    } catch (err) {
-      throw retitle(err, call);
-    }
-    return status._set(scratch, type!);
-  }
-  const w = recvWire(m);
+  // A bare view is received in place; a spec through its wire form.
+  const w = m ? recvWire(m) : null;
+  const view = w ? w.view : buf as ArrayBufferView;
   try {
-    p2p().recv(c, w.view, w.bytes, s, t, scratch);
+    p2p().recv(c, view, w ? w.bytes : view.byteLength, s, t, scratch);
   } catch (err) {
     // A truncated message fills the buffer with what fits, as MPI does.
-    if (err instanceof MPIError && err.code === 'ERR_TRUNCATE') w.unpack?.(w.bytes);
+    if (w && err instanceof MPIError && err.code === 'ERR_TRUNCATE') w.unpack?.(w.bytes);
     throw retitle(err, call);
   }
-  w.unpack?.(scratch[2]!);
-  return status._set(scratch, m.type);
+  w?.unpack?.(scratch[2]!);
+  return status._set(scratch, m ? m.type : type!);
 }
 
 /** @internal comm.isend */
@@ -204,7 +197,7 @@ export function irecv(comm: Comm, call: string, buf: unknown, source: unknown, t
   setNextCall(call, held);
   const unpack = w.unpack;
   if (unpack) setNextHooks({ before: [], after: [() => unpack(raw[2]!)] });
-  return new Request<Status>(id, [w.view, spec])._receives(raw, m.type, true);
+  return new Request<Status>(id, [w.view, spec])._receives(raw, m.type);
 }
 
 /** @internal comm.probe */

@@ -33,7 +33,8 @@ const COMM = 0, BYTES = 1, PEER = 2, TAG = 3, SELF = 4, STATUS = 4;
 // the source and tag it matches, and the members whose failure ends its wait
 // for a message from `source`: that rank, or, for ANY_SOURCE, every rank that
 // could send it (the remote group of an intercommunicator), as the first of
-// them and how many. Returns the array.
+// them and how many; and the communicator into the block, as every call
+// with one needs. Returns the array.
 function envelope(c: Peers, source: number, tag: number, status: Float64Array, at = 0): Float64Array {
   block[COMM] = c.handle;
   status[at] = source;
