@@ -60,6 +60,14 @@ function bare(buf: unknown): Datatype | undefined {
   return ArrayBuffer.isView(buf) ? bareType(buf) : undefined;
 }
 
+// A bare view's bytes. A TypedArray's `length` is read inline by optimized
+// code; `byteLength` is a generic property load in Node 20's V8, about as
+// long as the rest of the argument checks. (The addon checks the count
+// against the view's memory, whatever a subclass's getter says.)
+function bareBytes(view: ArrayBufferView, type: Datatype): number {
+  return view instanceof DataView ? view.byteLength : (view as Uint8Array).length * type.size;
+}
+
 // The bytes that travel for message `m`: its memory for a dense type,
 // else its packed stream.
 function sendView(m: Resolved): ArrayBufferView {
@@ -116,13 +124,14 @@ function doneAtOnce<T>(call: string, status: Status | null): Request<T> {
 export function send(comm: Comm, call: string, buf: unknown, dest: unknown, tag: unknown): void {
   comm._live(call);
   const c = comm._peers();
-  const m = bare(buf) ? null : resolve(call, 'send buffer', buf);
+  const type = bare(buf);
+  const m = type ? null : resolve(call, 'send buffer', buf);
   const d = checkPeer(c, call, 'dest', dest, false);
   const t = checkTag(call, 'tag', tag, false);
   if (d === PROC_NULL) return;
   const view = m ? sendView(m) : buf as ArrayBufferView;
   try {
-    p2p().send(c, view, m ? wireBytes(m) : view.byteLength, d, t);
+    p2p().send(c, view, m ? wireBytes(m) : bareBytes(view, type!), d, t);
   } catch (err) {
     throw retitle(err, call);
   }
@@ -142,7 +151,7 @@ export function recv(comm: Comm, call: string, buf: unknown, source: unknown, ta
   const w = m ? recvWire(m) : null;
   const view = w ? w.view : buf as ArrayBufferView;
   try {
-    p2p().recv(c, view, w ? w.bytes : view.byteLength, s, t, scratch);
+    p2p().recv(c, view, w ? w.bytes : bareBytes(view, type!), s, t, scratch);
   } catch (err) {
     // A truncated message fills the buffer with what fits, as MPI does.
     if (w && err instanceof MPIError && err.code === 'ERR_TRUNCATE') w.unpack?.(w.bytes);
