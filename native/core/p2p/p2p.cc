@@ -108,6 +108,10 @@ struct P2P::Send {
   uint64_t sent = 0;
   bool started = false;
   bool awaiting = false;  // its RTS is out; its FIN has not come
+  // A blocking send's RTS went out at this time without waking the
+  // receiver's thread (0: woken, or no RTS): send() wakes it if no FIN has
+  // come within the spin time.
+  uint64_t rts_ns = 0;
   uint64_t cookie = 0;
   bool done = false;
   bool nonblocking = false;
@@ -268,9 +272,16 @@ bool P2P::push(Send& s) {
       s.started = true;
       s.awaiting = true;
       // The receiver may be in JavaScript for a while: its thread takes the
-      // copy, so that this sender does not wait for it (a system call, on
-      // messages long enough not to notice).
-      force = true;
+      // copy, so that this sender does not wait for it. A blocking send
+      // first gives a receiver that is blocked in a call (and drains its
+      // rings) the spin time to copy it itself: waking the thread costs a
+      // system call here and a thread switch there, which on a busy core
+      // was most of a 64 KiB message's latency (bench/P2P.md).
+      if (s.nonblocking || policy_.spin_ns == 0) {
+        force = true;
+      } else {
+        s.rts_ns = now_ns();
+      }
       wrote = true;
     }
   }
@@ -306,6 +317,7 @@ void P2P::finished_rts(uint32_t src, uint64_t cookie, bool copied) {
   if (q.empty() || !q.front()->awaiting || q.front()->cookie != cookie) return;
   Send* s = q.front();
   s->awaiting = false;
+  s->rts_ns = 0;
   // Refused: the message goes through the ring after all, as the CONT
   // records the receiver now waits for.
   s->sent = copied ? s->total : 0;
@@ -737,7 +749,14 @@ void P2P::send(uint64_t key, int32_t source, int32_t tag, uint32_t dst, const vo
   o.queue.push_back(&s);
   ++queued_;
   Watch w{&s.dst, 1};
-  block(lk, [&] { return s.done; }, w, "send", [&] {
+  block(lk, [&] {
+    if (s.done) return true;
+    if (s.rts_ns != 0 && now_ns() - s.rts_ns >= policy_.spin_ns) {
+      s.rts_ns = 0;
+      ring_bell(dst, Bell::kUrgent, o.head);
+    }
+    return false;
+  }, w, "send", [&] {
     o.queue.erase(std::remove(o.queue.begin(), o.queue.end(), &s), o.queue.end());
     --queued_;
   });
