@@ -357,10 +357,9 @@ export function recvObject(comm: Comm, call: string, source: unknown, tag: unkno
     out?._none(PROC_NULL);
     return undefined;
   }
-  const raw = new Float64Array(4);
-  run(call, () => p2p().mprobe(c, s, t, raw));
-  const value = take(call, raw);
-  out?._set(raw, Datatype.BYTE);
+  run(call, () => p2p().mprobe(c, s, t, scratch));
+  const value = take(call, scratch);
+  out?._set(scratch, Datatype.BYTE);
   return value;
 }
 
@@ -384,9 +383,21 @@ export async function irecvObject(comm: Comm, call: string, source: unknown, tag
   const s = checkPeer(c, call, 'source', source, true);
   const t = checkTag(call, 'tag', tag, true);
   if (s === PROC_NULL) return undefined;
-  const raw = new Float64Array(4);
-  const id = run(call, () => p2p().improbe(c, s, t, raw));
+  const raw = takeStatus();
+  let id: number;
+  try {
+    id = run(call, () => p2p().improbe(c, s, t, raw));
+  } catch (err) {
+    releaseStatus(raw);
+    throw err;
+  }
   setNextCall(call, null);
-  await new Request(id, [raw]);
-  return take(call, raw);
+  // Out of the pool until the message is taken: the backend writes the
+  // status when the probe matches, and the handle in it names the message.
+  try {
+    await new Request(id, [raw]);
+    return take(call, raw);
+  } finally {
+    releaseStatus(raw);
+  }
 }
