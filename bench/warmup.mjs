@@ -4,12 +4,14 @@
 // The sweeps (bench/run.mjs) time collectives after a long warm-up; this
 // times what comes before it. Each job is a fresh process tree
 // (node DIR/cli.js -n N bench/warmup_job.mjs) that times, on every rank,
-// the first 10 000 back-to-back calls of one 8 B collective
+// the first 20 000 back-to-back calls of one 8 B collective
 // (allreduce SUM, bcast from 0, barrier); one collective per job, so that
 // every column's call 1 is the first collective call of its processes. The
 // table shows calls 1-10 one by one and the means of the later decades, max
 // over ranks, median over R runs, and what a rank's start-up up to the end of
-// init() costs. --dist DIR measures another build (its cli.js, index.js and
+// init() costs; then the issue's measures, from calls 1001-20000 timed in
+// blocks of 500: the first 1000 calls' mean and the worst block against the
+// steady state (the median block of calls 15001-20000), per run, median. --dist DIR measures another build (its cli.js, index.js and
 // the addon it loads), e.g. a worktree of an older commit, with the same
 // script: run it once per build for an A/B comparison.
 import { execFileSync } from 'node:child_process';
@@ -74,7 +76,7 @@ try {
     start: ({ fields: { coll } }) => runJob(`warmup: ${coll} np=${o.np}`, process.execPath,
       [join(o.dist, 'cli.js'), '-n', String(o.np), join(BENCH, 'warmup_job.mjs'), '--dist', o.dist, '--coll', coll,
         '--sync-dir', join(syncDirs, String(++n))], env, 120,
-      { check: (p) => (p.length === 1 && p[0].coll === coll && p[0].us.length === CALLS.length ? null : 'not the one point expected') }),
+      { check: (p) => (p.length === 1 && p[0].coll === coll && p[0].us.length === CALLS.length && p[0].blocks?.length === 38 ? null : 'not the one point expected') }),
   });
 } finally {
   rmSync(syncDirs, { recursive: true, force: true });
@@ -88,6 +90,31 @@ const medians = Object.fromEntries(COLLS.map((coll) => {
   const recs = pick(rep.runs.filter((r) => r.coll === coll));
   return [coll, { us: CALLS.map((_, j) => median(recs.map((r) => r.points[0].us[j]))), runs: recs.length }];
 }));
+// The issue's measures, per run: the first 1000 calls' mean, the steady
+// state (median block of calls 15001-20000), the worst block of 500 after
+// call 1000, and how many blocks exceed 3x steady.
+const FIRST = 1000;
+function ramp(point) {
+  const u = point.us, b = point.blocks;
+  const first = (u.slice(0, 10).reduce((x, y) => x + y, 0) + 90 * u[10] + 900 * u[11]) / FIRST;
+  const steady = median(b.slice(-10));
+  const worst = Math.max(...b);
+  return { first, steady, firstRatio: first / steady, worstRatio: worst / steady, worstAt: FIRST + 1 + b.indexOf(worst) * 500,
+    over3: b.filter((x) => x > 3 * steady).length };
+}
+const RAMP = [
+  ['first 1000 calls (mean)', 'first', fmtUs],
+  ['steady: calls 15001–20000 (median block of 500)', 'steady', fmtUs],
+  ['first 1000 / steady (target ≤ 3)', 'firstRatio', (x) => x.toFixed(1)],
+  ['worst block of 500 after call 1000 / steady (target ≤ 3)', 'worstRatio', (x) => x.toFixed(1)],
+  ['blocks of 500 above 3x steady (of 38)', 'over3', (x) => String(x)],
+];
+for (const coll of COLLS) {
+  const recs = pick(rep.runs.filter((r) => r.coll === coll)).map((r) => ramp(r.points[0]));
+  medians[coll].ramp = Object.fromEntries(RAMP.map(([, k]) => [k, median(recs.map((x) => x[k]))]));
+  medians[coll].worstAt = recs.map((x) => x.worstAt);
+}
+
 const all = pick(rep.runs);
 const startup = Object.fromEntries(['startToInitMs', 'importMs', 'initMs', 'lateUs'].map((k) => [k, median(all.map((r) => r.points[0][k]))]));
 
@@ -96,6 +123,8 @@ L.push(`Warm-up of 8 B collectives, shm backend, ${o.np} rank(s); build ${build.
   'µs per call, max over ranks, median over fresh-process runs; calls back to back, one collective per job.', '');
 L.push(`| call | ${COLLS.join(' | ')} |`, `|---|${COLLS.map(() => '--:').join('|')}|`);
 CALLS.forEach((c, j) => L.push(`| ${j < 10 ? c : `${c} (mean)`} | ${COLLS.map((coll) => fmtUs(medians[coll].us[j])).join(' | ')} |`));
+RAMP.forEach(([label, k, f]) => L.push(`| ${label} | ${COLLS.map((coll) => f(medians[coll].ramp[k])).join(' | ')} |`));
+L.push(`| worst block began at call (per run) | ${COLLS.map((coll) => medians[coll].worstAt.join(', ')).join(' | ')} |`);
 L.push(`| runs | ${COLLS.map((coll) => medians[coll].runs).join(' | ')} |`);
 L.push('', `Process start to the end of init(): ${startup.startToInitMs.toFixed(1)} ms (importing nodempi ${startup.importMs.toFixed(1)} ms, ` +
   `init() ${startup.initMs.toFixed(2)} ms); max over ranks, median of ${all.length} jobs.`);

@@ -1,7 +1,7 @@
 // One job of bench/warmup.mjs: run as
 //   node DIST/cli.js -n N bench/warmup_job.mjs [--dist DIST] [--coll allreduce,bcast,barrier] [--sync-dir DIR]
-// Times the first 10 000 calls of 8 B collectives in a fresh process (calls
-// 1-10 one by one, then decades as spans), back to back as an application
+// Times the first 20 000 calls of 8 B collectives in a fresh process (calls
+// 1-10 one by one, then decades, then blocks of 500, as spans), back to back as an application
 // would make them; rank 0 prints one JSON line
 // per collective (per call bucket, max and min over ranks) and the rank's
 // start-up cost.
@@ -29,8 +29,12 @@ const initEnd = performance.now();
 const { rank, size } = world;
 
 // Calls 1..10 on their own, then the means of 11-100, 101-1000, 1001-10000
-// (bench/warmup.mjs names them in this order).
-const BUCKETS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, [11, 100], [101, 1000], [1001, 10000]];
+// (bench/warmup.mjs names them in this order), the last from the blocks:
+// calls 1001-20000 in blocks of 500, each timed as one span (the issue's
+// measure: no block of 500 after the first 1000 calls above 3x steady).
+const BUCKETS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, [11, 100], [101, 1000]];
+const BLOCK = 500, BLOCKS = 38, FIRST_BLOCK = 1001;
+const TENS_OF_K = 18;  // blocks in calls 1001-10000
 
 const wrong = (msg) => {
   console.error(`WRONG RESULT rank ${rank}: ${msg}`);
@@ -110,11 +114,22 @@ for (const name of colls) {
     }
     spans.push(Number(process.hrtime.bigint() - t0) / (hi - lo + 1));
   }
-  results.push([...ns.subarray(0, 10), ...spans].map((x) => x / 1000).concat(late));
+  const blocks = [];
+  for (let b = 0; b < BLOCKS; b++) {
+    const lo = FIRST_BLOCK + b * BLOCK;
+    const t0 = process.hrtime.bigint();
+    for (let i = lo - 1; i < lo - 1 + BLOCK; i++) {
+      c.prepare(i);
+      c.call();
+      c.check(i);
+    }
+    blocks.push(Number(process.hrtime.bigint() - t0) / BLOCK);
+  }
+  results.push([...ns.subarray(0, 10), ...spans, ...blocks].map((x) => x / 1000).concat(late));
 }
 
-// [buckets..., late] per collective, then importMs, initMs (the init() call), startToInitMs
-const K = BUCKETS.length + 1;
+// [buckets..., blocks..., late] per collective, then importMs, initMs (the init() call), startToInitMs
+const K = BUCKETS.length + BLOCKS + 1;
 const mineAll = Float64Array.from([...results.flat(), tInit - tImport, initEnd - tInit, initEnd]);
 const all = new Float64Array(mineAll.length * size);
 world.allgather(mineAll, all);
@@ -124,12 +139,18 @@ if (rank === 0) {
   const over = (f, j) => f(...Array.from({ length: size }, (_, r) => at(r, j)));
   const init = colls.length * K;
   const round = (x) => Number(x.toPrecision(4));
-  colls.forEach((coll, k) => console.log(JSON.stringify({
-    coll, np: size,
-    us: BUCKETS.map((_, j) => round(over(Math.max, k * K + j))),
-    minUs: BUCKETS.map((_, j) => round(over(Math.min, k * K + j))),
-    lateUs: round(over(Math.max, k * K + K - 1)),
-    importMs: round(over(Math.max, init)), initMs: round(over(Math.max, init + 1)), startToInitMs: round(over(Math.max, init + 2)),
-  })));
+  const nb = BUCKETS.length;
+  colls.forEach((coll, k) => {
+    const blocks = Array.from({ length: BLOCKS }, (_, b) => over(Math.max, k * K + nb + b));
+    const tens = blocks.slice(0, TENS_OF_K).reduce((x, y) => x + y, 0) / TENS_OF_K;
+    console.log(JSON.stringify({
+      coll, np: size,
+      us: [...BUCKETS.map((_, j) => round(over(Math.max, k * K + j))), round(tens)],
+      minUs: BUCKETS.map((_, j) => round(over(Math.min, k * K + j))),
+      blocks: blocks.map(round),
+      lateUs: round(over(Math.max, k * K + K - 1)),
+      importMs: round(over(Math.max, init)), initMs: round(over(Math.max, init + 1)), startToInitMs: round(over(Math.max, init + 2)),
+    }));
+  });
 }
 mpi.finalize();
