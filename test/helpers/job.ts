@@ -44,6 +44,9 @@ export function mpiCommand(mpi: SystemMpi, np: number, timeoutSec: number, argv:
   // in MPI_Finalize in some runs at every world size above 1, a plain C
   // program included (both ranks wait in UCX's endpoint flush and PMI's
   // barrier; see the issue notes). Open MPI's suite carries the TCP path.
+  // The mpi backend's finalize begins with a barrier, which makes two ranks
+  // safe (test/fixtures/process/late-finalize.mjs); from three the ranks
+  // still leave that barrier far enough apart to hang.
   return {
     cmd: 'mpiexec.mpich',
     argv: ['-n', String(np), ...argv],

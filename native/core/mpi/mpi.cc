@@ -379,6 +379,13 @@ class Library final : public Mpi {
     user_ops_.clear();
     // Communicators are left to MPI_Finalize: freeing one may be collective
     // (MPICH's hierarchical ones), and ranks need not hold the same ones.
+    // A barrier first: MPICH 4.0 over UCX's TCP transport hangs every rank
+    // in MPI_Finalize when one enters it while a peer still waits for a
+    // message it sent eagerly (a non-root's part of a gather), which the
+    // same program in C shows too (bench/BACKENDS.md). After the barrier
+    // every rank has received all it was sent before any shuts down. Its
+    // error, if any (a rank gone), is MPI_Finalize's to meet.
+    api_.Barrier(world_);
     initialized_ = false;
     int done = 0;
     api_.Finalized(&done);
