@@ -383,8 +383,9 @@ class Library final : public Mpi {
     // in MPI_Finalize when one enters it while a peer still waits for a
     // message it sent eagerly (a non-root's part of a gather), which the
     // same program in C shows too (bench/BACKENDS.md). After the barrier
-    // every rank has received all it was sent before any shuts down. Its
-    // error, if any (a rank gone), is MPI_Finalize's to meet.
+    // two ranks enter MPI_Finalize together (from three, MPICH can still
+    // hang there: upstream). Its error, if any (a rank gone), is
+    // MPI_Finalize's to meet.
     api_.Barrier(world_);
     initialized_ = false;
     int done = 0;
