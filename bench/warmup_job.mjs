@@ -34,7 +34,7 @@ const { rank, size } = world;
 // measure: no block of 500 after the first 1000 calls above 3x steady).
 const BUCKETS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, [11, 100], [101, 1000]];
 const BLOCK = 500, BLOCKS = 38, FIRST_BLOCK = 1001;
-const TENS_OF_K = 18;  // blocks in calls 1001-10000
+const TENS_OF_K = (10000 - (FIRST_BLOCK - 1)) / BLOCK;  // blocks in calls 1001-10000
 
 const wrong = (msg) => {
   console.error(`WRONG RESULT rank ${rank}: ${msg}`);
@@ -147,7 +147,7 @@ if (rank === 0) {
       coll, np: size,
       us: [...BUCKETS.map((_, j) => round(over(Math.max, k * K + j))), round(tens)],
       minUs: BUCKETS.map((_, j) => round(over(Math.min, k * K + j))),
-      blocks: blocks.map(round),
+      block: BLOCK, firstBlock: FIRST_BLOCK, blocks: blocks.map(round),
       lateUs: round(over(Math.max, k * K + K - 1)),
       importMs: round(over(Math.max, init)), initMs: round(over(Math.max, init + 1)), startToInitMs: round(over(Math.max, init + 2)),
     }));
