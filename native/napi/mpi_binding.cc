@@ -13,6 +13,7 @@
 
 #include "core/datatype/typemap.h"
 #include "core/kernels/kernels.h"
+#include "core/mpi/huge_pages.h"
 #include "core/mpi/mpi.h"
 #include "napi/args.h"
 #include "napi/errors.h"
@@ -426,20 +427,26 @@ Napi::Value Coll(const Napi::CallbackInfo& info) {
   bool rw = list_arg(env, k[LISTS], RECV_TYPES, n, c.recv_types, call);
 
   // The cheap second line behind lib/'s checks: nothing outside a buffer.
+  // What the message spans of each buffer (all of it for the v and w
+  // forms) is offered huge pages.
   int64_t lo, hi;
   if (sv && !c.send_displs.empty()) {
     check_blocks(b, env, send, c.send_counts, c.send_displs, sw ? &c.send_types : nullptr, c.send_type, sw, call,
                  "send buffer");
+    mpi::prefer_huge_pages(send.data, send.length);
   } else if (!send_in_place) {
     span_of(b, env, c.send_type, int64_t(c.send_count) * k[SEND_BLOCKS], lo, hi, call);
     need_span(env, send, lo, hi, 0, call, "send buffer");
+    if (send.data) mpi::prefer_huge_pages(send.data + lo, size_t(hi - lo));
   }
   if (rv && !c.recv_displs.empty()) {
     check_blocks(b, env, recv, c.recv_counts, c.recv_displs, rw ? &c.recv_types : nullptr, c.recv_type, rw, call,
                  "receive buffer");
+    mpi::prefer_huge_pages(recv.data, recv.length);
   } else if (!recv_in_place) {
     span_of(b, env, c.recv_type, int64_t(c.recv_count) * k[RECV_BLOCKS], lo, hi, call);
     need_span(env, recv, lo, hi, 0, call, "receive buffer");
+    if (recv.data) mpi::prefer_huge_pages(recv.data + lo, size_t(hi - lo));
   }
   // Empty views share one dummy address (napi/args.h); Open MPI takes the
   // same address on both sides for an aliasing error.
@@ -492,6 +499,7 @@ Bytes message_arg(const Napi::CallbackInfo& info, size_t i, const char* call, co
   size_t bytes = size_arg(info, i + 1, call, "byte count");
   Bytes b = need_bytes(info, i, bytes, call, what);
   b.length = bytes;
+  mpi::prefer_huge_pages(b.data, b.length);
   return b;
 }
 

@@ -86,6 +86,9 @@ const entries: Entry[] = [
     { script: 'process/late-finalize.mjs', args: [w], name: `late-finalize ${w}` },
     { script: 'process/late-finalize.mjs', args: [w], name: `late-finalize ${w}`, sizes: [2], env: { MPIR_CVAR_NOLOCAL: '1', UCX_TLS: 'tcp,self' } },
   ]),
+  // Transparent huge pages for large buffers (native/core/mpi/huge_pages.h), and without.
+  { script: 'mpi/huge-pages.mjs', args: ['on'], name: 'huge pages on' },
+  { script: 'mpi/huge-pages.mjs', args: ['off'], name: 'huge pages off', env: { NODEMPI_HUGE_PAGES: '0' } },
   // Mismatch detection, opt-in here.
   { script: 'mismatch/mismatch.mjs', name: 'mismatch', env: { NODEMPI_CHECK_SAME: '1' }, sizes: [2, 3, 4] },
 ];

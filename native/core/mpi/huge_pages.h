@@ -1,0 +1,24 @@
+// Transparent huge pages for the large buffers handed to the system MPI.
+//
+// Open MPI's and MPICH's shared-memory transports move a large message by
+// a single copy between processes (CMA), which pins and walks the
+// buffer's pages one at a time: over 4 KiB pages a 4-16 MiB bcast takes
+// about twice as long as over 2 MiB pages (bench/BACKENDS.md). Python
+// users get huge pages without asking, since numpy advises them for every
+// array of 4 MiB and more; a TypedArray's memory comes from malloc, which
+// does not. So the mpi backend asks for them for the buffers it is given.
+#pragma once
+#include <cstddef>
+
+namespace nodempi::mpi {
+
+// Asks the kernel to back the 2 MiB-aligned interior of [p, p + n) with
+// huge pages, when n is 4 MiB or more: the first time it sees a buffer it
+// marks it (MADV_HUGEPAGE: pages faulted from then on are huge), the
+// second time it collapses what is already there (MADV_COLLAPSE, Linux
+// 6.1+), so that a buffer used once pays no copy for it. Costs nothing
+// visible where the kernel has no such pages (THP off, another OS);
+// NODEMPI_HUGE_PAGES=0 turns it off. Any thread.
+void prefer_huge_pages(const void* p, size_t n);
+
+}  // namespace nodempi::mpi
