@@ -6,7 +6,7 @@
 // Build (CMakeLists.txt's NODEMPI_BENCH targets, the core's flags) and run
 // from the repository root:
 //   cmake -S . -B build/bench -DNODEMPI_BENCH=ON
-//   cmake --build build/bench --target core_latency && build/bench/core_latency [ranks] [bytes]
+//   cmake --build build/bench --target core_latency && build/bench/core_latency [ranks] [bytes] [tight]
 //
 // The process creates a segment as the launcher does and forks the ranks,
 // which attach to it. Timing follows the JavaScript sweep (bench/lib/
@@ -15,7 +15,8 @@
 // its calls, the max over ranks; the median of 7 trials is printed, in µs
 // per call, one JSON line per collective as bench/ompi/osu_coll.c prints
 // its points. bench/core_latency.mjs runs it beside Open MPI and nodempi
-// from JavaScript.
+// from JavaScript. With `tight`, every collective is timed as barrier is: a
+// loop of back-to-back calls.
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,6 +36,8 @@
 using namespace nodempi;
 
 namespace {
+
+bool g_tight = false;  // set before the ranks are forked
 
 double now_ns() {
   return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -101,14 +104,19 @@ void run_rank(int fd, uint32_t me, uint32_t n, size_t bytes, Results* out) {
   std::vector<Case> all = cases(n, me, bytes);
   for (size_t k = 0; k < all.size(); ++k) {
     auto& call = all[k].call;
-    const bool separate = k != 0;  // case 0 is the barrier
+    const bool separate = k != 0 && !g_tight;  // case 0 is the barrier
     for (int i = 0; i < kCalls; ++i) {  // warm-up
       call(c);
       if (separate) coll::barrier(c);
     }
     for (int t = 0; t < kTrials; ++t) {
       double sum = 0;
-      for (int i = 0; i < kCalls; ++i) {
+      if (g_tight) {
+        const double t0 = now_ns();
+        for (int i = 0; i < kCalls; ++i) call(c);
+        sum = now_ns() - t0;
+      }
+      for (int i = 0; !g_tight && i < kCalls; ++i) {
         double t0 = now_ns();
         call(c);
         sum += now_ns() - t0;
@@ -125,8 +133,9 @@ void run_rank(int fd, uint32_t me, uint32_t n, size_t bytes, Results* out) {
 int main(int argc, char** argv) {
   const uint32_t n = argc > 1 ? uint32_t(std::atoi(argv[1])) : 2;
   const size_t bytes = argc > 2 ? size_t(std::atoll(argv[2])) : 8;
+  g_tight = argc > 3 && std::strcmp(argv[3], "tight") == 0;
   if (n < 1 || n > 64 || bytes % 8 != 0 || bytes == 0) {
-    std::fprintf(stderr, "usage: core_latency [ranks 1-64] [bytes, a multiple of 8]\n");
+    std::fprintf(stderr, "usage: core_latency [ranks 1-64] [bytes, a multiple of 8] [tight]\n");
     return 2;
   }
   std::string err;

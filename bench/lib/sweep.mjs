@@ -49,9 +49,11 @@ export const SIZES = [8, 64, 1024, 16384, 262144, 1048576, 4194304, 16777216];
 const SWEEP_OPTIONS = {
   colls: { type: 'string' }, sizes: { type: 'string' }, 'warm-ms': { type: 'string' }, 'first-warm-ms': { type: 'string' },
   'target-ms': { type: 'string' }, 'max-warm': { type: 'string' }, 'min-iters': { type: 'string' }, 'max-iters': { type: 'string' },
+  tight: { type: 'string' },
 };
 const SWEEP_USAGE = `sweep options (the same as bench/ompi/osu_coll.c's):
-  --colls a,b  --sizes 8,1024  --warm-ms W  --first-warm-ms W  --target-ms T  --max-warm N  --min-iters N  --max-iters N`;
+  --colls a,b  --sizes 8,1024  --warm-ms W  --first-warm-ms W  --target-ms T  --max-warm N  --min-iters N  --max-iters N
+  --tight 1    every collective timed as barrier is: a loop of back-to-back calls, no barrier between them`;
 
 /**
  * Sweep parameters as passed on every job's command line (same flags as
@@ -65,6 +67,7 @@ export function parseSweepArgs(argv, name = 'sweep', extra = {}, extraUsage = ''
     colls: v.colls === undefined ? COLLS : v.colls.split(','), sizes: v.sizes === undefined ? SIZES : v.sizes.split(',').map(Number),
     warmMs: num(v['warm-ms'], 50), firstWarmMs: num(v['first-warm-ms'], 200), targetMs: num(v['target-ms'], 150),
     maxWarm: num(v['max-warm'], 1000000), minIters: num(v['min-iters'], 2), maxIters: num(v['max-iters'], 200000),
+    tight: v.tight === '1',
   };
   o.extra = Object.fromEntries(Object.keys(extra).map((k) => [k, v[k]]));
   for (const c of o.colls) if (!ALL_COLLS.includes(c)) throw new Error(`unknown collective ${c}`);
@@ -74,7 +77,7 @@ export function parseSweepArgs(argv, name = 'sweep', extra = {}, extraUsage = ''
 export function sweepArgv(o) {
   return ['--colls', o.colls.join(','), '--sizes', o.sizes.join(','), '--warm-ms', String(o.warmMs), '--first-warm-ms', String(o.firstWarmMs),
     '--target-ms', String(o.targetMs), '--max-warm', String(o.maxWarm), '--min-iters', String(o.minIters),
-    '--max-iters', String(o.maxIters)];
+    '--max-iters', String(o.maxIters), ...(o.tight ? ['--tight', '1'] : [])];
 }
 
 // ---- data patterns (small integers, so every SUM is exact in doubles) ----
@@ -277,7 +280,8 @@ export async function runSweep(impl, opts, emit, label) {
       const count = bytes / 8;
       const b = makeBuffers(coll, count, rank, n);
       const call = callOf(coll, b);
-      const isBarrier = coll === 'barrier';
+      // timed back to back, as barrier always is
+      const isBarrier = coll === 'barrier' || opts.tight;
       // 1. correctness
       poison(coll, b, rank);
       await aw(impl.barrier());

@@ -31,7 +31,7 @@
  *   mpicc -O2 -o /tmp/osu_coll bench/ompi/osu_coll.c
  *   mpirun --allow-run-as-root --oversubscribe -n 2 /tmp/osu_coll \
  *       [--colls a,b] [--sizes 8,64] [--warm-ms 50] [--first-warm-ms 200] [--target-ms 150]
- *       [--max-warm 1000000] [--min-iters 2] [--max-iters 200000] [--label ompi]
+ *       [--max-warm 1000000] [--min-iters 2] [--max-iters 200000] [--label ompi] [--tight 1]
  */
 #include <math.h>
 #include <mpi.h>
@@ -202,10 +202,12 @@ static void check(const Point *p, const char *when) {
 }
 
 /* k calls; returns the wall time, *acc gets the sum of the timed calls */
+static int tight = 0; /* --tight 1: every collective back to back, as barrier */
+
 static double loop(const Point *p, long k, double *acc) {
   double w0 = MPI_Wtime();
-  if (p->coll == BARRIER) {
-    for (long i = 0; i < k; i++) MPI_Barrier(MPI_COMM_WORLD);
+  if (p->coll == BARRIER || tight) {
+    for (long i = 0; i < k; i++) call(p);
     double t = MPI_Wtime() - w0;
     *acc = t;
     return t;
@@ -271,6 +273,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--min-iters")) min_iters = atol(v);
     else if (!strcmp(a, "--max-iters")) max_iters = atol(v);
     else if (!strcmp(a, "--label")) label = v;
+    else if (!strcmp(a, "--tight")) tight = atoi(v);
   }
 
   double *all = malloc(sizeof(double) * (size_t)nranks);
