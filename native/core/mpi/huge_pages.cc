@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -19,10 +20,18 @@ constexpr size_t kHuge = size_t(2) << 20;
 constexpr size_t kMin = size_t(4) << 20;  // numpy's threshold
 constexpr size_t kRemembered = 4096;      // buffers whose advice is remembered, then forgotten all at once
 
+// Off with NODEMPI_HUGE_PAGES=0, and where the machine's owner turned
+// transparent huge pages off (MADV_COLLAPSE would make some anyway).
 bool enabled() {
   static const bool on = [] {
     const char* v = std::getenv("NODEMPI_HUGE_PAGES");
-    return !(v && std::strcmp(v, "0") == 0);
+    if (v && std::strcmp(v, "0") == 0) return false;
+    std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f) return false;
+    char mode[128] = {};
+    const bool read = std::fgets(mode, sizeof mode, f) != nullptr;
+    std::fclose(f);
+    return read && std::strstr(mode, "[never]") == nullptr;
   }();
   return on;
 }

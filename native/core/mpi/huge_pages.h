@@ -16,9 +16,9 @@ namespace nodempi::mpi {
 // huge pages, when n is 4 MiB or more: the first time it sees a buffer it
 // marks it (MADV_HUGEPAGE: pages faulted from then on are huge), from the
 // second on it collapses what is there (MADV_COLLAPSE, Linux 6.1+), so
-// that a buffer used once pays no copy for it. Costs nothing visible
-// where the kernel has no such pages (THP off, another OS);
-// NODEMPI_HUGE_PAGES=0 turns it off. Any thread.
+// that a buffer used once pays no copy for it. Does nothing where
+// transparent huge pages are off ("never") or absent (another OS), or
+// with NODEMPI_HUGE_PAGES=0. Any thread.
 void prefer_huge_pages(const void* p, size_t n);
 
 }  // namespace nodempi::mpi
