@@ -573,10 +573,14 @@ constexpr size_t kSlack = 64;  // canary bytes on each side of every buffer
 struct Buffer {
   std::vector<uint8_t> bytes;
   size_t offset = 0, length = 0;
+  // Canaries around the data; the data itself is the caller's to fill.
   void reset(size_t len, size_t off) {
     length = len;
     offset = off;
-    bytes.assign(len + 2 * kSlack + 64, kCanary);
+    bytes.resize(len + 2 * kSlack + 64);
+    uint8_t* p = data();
+    std::memset(bytes.data(), kCanary, p - bytes.data());
+    std::memset(p + len, kCanary, bytes.data() + bytes.size() - (p + len));
   }
   uint8_t* data() {
     uintptr_t base = reinterpret_cast<uintptr_t>(bytes.data()) + kSlack;
@@ -594,10 +598,13 @@ struct Buffer {
 };
 
 // Runs fn on copies of a and b (n items) placed `offset` bytes off alignment,
-// in the given aliasing form; returns the output bytes. Also checks that the
-// kernel wrote nothing outside the output, and left a non-output operand alone.
-std::vector<uint8_t> run(ReduceFn fn, TypeId t, const uint8_t* a, const uint8_t* b, size_t n,
-                         size_t offset, Alias mode) {
+// in the given aliasing form; returns the output bytes, valid until the next
+// call (the buffers are reused: allocating tens of MiB per case made the
+// test mostly page faults and memset, several times over under ASan). Also
+// checks that the kernel wrote nothing outside the output, and left a
+// non-output operand alone.
+const std::vector<uint8_t>& run(ReduceFn fn, TypeId t, const uint8_t* a, const uint8_t* b, size_t n,
+                                size_t offset, Alias mode) {
   const size_t bytes = n * size_of(t);
   static Buffer ba, bb, bo;
   ba.reset(bytes, offset);
@@ -606,13 +613,16 @@ std::vector<uint8_t> run(ReduceFn fn, TypeId t, const uint8_t* a, const uint8_t*
   if (bytes) {
     std::memcpy(ba.data(), a, bytes);
     std::memcpy(bb.data(), b, bytes);
+    std::memset(bo.data(), kCanary, bytes);  // no result left from an earlier case
   }
   uint8_t* out = mode == Alias::kOutIsA ? ba.data() : mode == Alias::kOutIsB ? bb.data() : bo.data();
   fn(ba.data(), bb.data(), out, n);
   CHECK(ba.canaries_intact() && bb.canaries_intact() && bo.canaries_intact());
   if (mode != Alias::kOutIsA) CHECK(bytes == 0 || std::memcmp(ba.data(), a, bytes) == 0);
   if (mode != Alias::kOutIsB) CHECK(bytes == 0 || std::memcmp(bb.data(), b, bytes) == 0);
-  return std::vector<uint8_t>(out, out + bytes);
+  static std::vector<uint8_t> got;
+  got.assign(out, out + bytes);
+  return got;
 }
 
 // First differing item, for failure messages.
@@ -1079,7 +1089,7 @@ void test_loc_type(TypeId type, size_t index_offset, Rng& rng) {
             const size_t offset = (w + static_cast<size_t>(mode)) % 8;  // every misalignment in turn
             g_context = describe(op, type) + " cases n=" + std::to_string(n) + " window=" + std::to_string(w) +
                         " offset=" + std::to_string(offset) + " " + alias_name(mode);
-            auto got = run(lookup(op, type), type, a.data(), b.data(), n, offset, mode);
+            const auto& got = run(lookup(op, type), type, a.data(), b.data(), n, offset, mode);
             g_context += first_difference(got, want, size);
             CHECK(got == want);
           }
@@ -1115,6 +1125,7 @@ static_assert(kLengths[kLargeFirst] == kMillion && sizeof(kLengths) / sizeof(siz
 // misalignments and forms) to keep the run short.
 void test_against_reference(Rng& rng) {
   size_t rotation = 0;
+  std::vector<uint8_t> want;  // reused, as run()'s buffers are
   for (int t = 0; t < kTypes; ++t) {
     const TypeId type = static_cast<TypeId>(t);
     const size_t size = size_of(type);
@@ -1142,11 +1153,11 @@ void test_against_reference(Rng& rng) {
             const size_t start = rng.below(1024);
             const uint8_t* sa = a.data() + start * size;
             const uint8_t* sb = b.data() + start * size;
-            std::vector<uint8_t> want(n * size);
+            want.assign(n * size, 0);
             reference(op, type, sa, sb, want.data(), n);
             g_context = describe(op, type) + " n=" + std::to_string(n) + " offset=" + std::to_string(offset) +
                         " " + alias_name(mode);
-            auto got = run(fn, type, sa, sb, n, offset, mode);
+            const auto& got = run(fn, type, sa, sb, n, offset, mode);
             g_context += first_difference(got, want, size);
             CHECK(got == want);
           }
@@ -1182,8 +1193,8 @@ void test_tables_agree(Rng& rng) {
           const Alias mode = static_cast<Alias>(rng.below(3));
           g_context = std::string(name) + " vs scalar: " + describe(op, type) + " n=" + std::to_string(n) +
                       " " + alias_name(mode);
-          auto want = run(scalar, type, a.data(), b.data(), n, offset, mode);
-          auto got = run(wide, type, a.data(), b.data(), n, (offset + 1) % 8, mode);
+          const std::vector<uint8_t> want = run(scalar, type, a.data(), b.data(), n, offset, mode);  // a copy
+          const auto& got = run(wide, type, a.data(), b.data(), n, (offset + 1) % 8, mode);
           g_context += first_difference(got, want, size);
           CHECK(got == want);
         }
@@ -1223,7 +1234,7 @@ void test_halves(Rng& rng) {
             reference(op, type, a, b, want.data(), 65536);
             g_context = std::string(isa) + " every value: " + describe(op, type) + " with b[" + std::to_string(k) +
                         "]" + (swap ? " swapped" : "");
-            auto got = run(lookup(op, type), type, a, b, 65536, k % 8, static_cast<Alias>(k % 3));
+            const auto& got = run(lookup(op, type), type, a, b, 65536, k % 8, static_cast<Alias>(k % 3));
             g_context += first_difference(got, want, 2);
             CHECK(got == want);
           }
