@@ -115,12 +115,13 @@ void run_rank(int fd, uint32_t me, uint32_t n, size_t bytes, Results* out) {
         const double t0 = now_ns();
         for (int i = 0; i < kCalls; ++i) call(c);
         sum = now_ns() - t0;
-      }
-      for (int i = 0; !g_tight && i < kCalls; ++i) {
-        double t0 = now_ns();
-        call(c);
-        sum += now_ns() - t0;
-        if (separate) coll::barrier(c);
+      } else {
+        for (int i = 0; i < kCalls; ++i) {
+          const double t0 = now_ns();
+          call(c);
+          sum += now_ns() - t0;
+          if (separate) coll::barrier(c);
+        }
       }
       out->mean[k][me][t] = sum / kCalls;
     }

@@ -91,8 +91,8 @@ const medians = Object.fromEntries(COLLS.map((coll) => {
   return [coll, { us: CALLS.map((_, j) => median(recs.map((r) => r.points[0].us[j]))), runs: recs.length }];
 }));
 // The issue's measures, per run: the first 1000 calls' mean, the steady
-// state (median block of calls 15001-20000), the worst block of 500 after
-// call 1000, and how many blocks exceed 3x steady.
+// state (median of the last 10 blocks), the worst block after call 1000,
+// and how many blocks exceed 3x steady.
 const FIRST = 1000;
 function ramp(point) {
   const u = point.us, b = point.blocks;
@@ -102,12 +102,15 @@ function ramp(point) {
   return { first, steady, firstRatio: first / steady, worstRatio: worst / steady, worstAt: point.firstBlock + b.indexOf(worst) * point.block,
     over3: b.filter((x) => x > 3 * steady).length };
 }
+// Labels from the job's own blocks (warmup_job.mjs decides their size).
+const shape = rep.runs[0].points[0];
+const end = shape.firstBlock - 1 + shape.blocks.length * shape.block;
 const RAMP = [
-  ['first 1000 calls (mean)', 'first', fmtUs],
-  ['steady: calls 15001–20000 (median block of 500)', 'steady', fmtUs],
-  ['first 1000 / steady (target ≤ 3)', 'firstRatio', (x) => x.toFixed(1)],
-  ['worst block of 500 after call 1000 / steady (target ≤ 3)', 'worstRatio', (x) => x.toFixed(1)],
-  ['blocks of 500 above 3x steady', 'over3', (x) => String(x)],
+  [`first ${FIRST} calls (mean)`, 'first', fmtUs],
+  [`steady: calls ${end - 10 * shape.block + 1}–${end} (median block of ${shape.block})`, 'steady', fmtUs],
+  [`first ${FIRST} / steady (target ≤ 3)`, 'firstRatio', (x) => x.toFixed(1)],
+  [`worst block of ${shape.block} after call ${shape.firstBlock - 1} / steady (target ≤ 3)`, 'worstRatio', (x) => x.toFixed(1)],
+  [`blocks of ${shape.block} above 3x steady`, 'over3', (x) => String(x)],
 ];
 for (const coll of COLLS) {
   const recs = pick(rep.runs.filter((r) => r.coll === coll)).map((r) => ramp(r.points[0]));

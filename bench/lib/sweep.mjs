@@ -234,11 +234,12 @@ export async function runSweep(impl, opts, emit, label) {
       default: return () => impl[coll](b.send, b.recv);
     }
   };
-  // wall time of k calls, each followed by a barrier (except barrier itself);
-  // returns [wall seconds, sum of timed calls in seconds]
-  const loopSync = (call, k, isBarrier) => {
+  // wall time of k calls, each followed by a barrier unless backToBack
+  // (barrier itself, and --tight); returns [wall seconds, sum of timed calls
+  // in seconds]
+  const loopSync = (call, k, backToBack) => {
     const bar = impl.barrier;
-    if (isBarrier) {
+    if (backToBack) {
       const t0 = performance.now();
       for (let i = 0; i < k; i++) call();
       const t = performance.now() - t0;
@@ -254,8 +255,8 @@ export async function runSweep(impl, opts, emit, label) {
     }
     return [(performance.now() - w0) / 1e3, acc / 1e3];
   };
-  const loopAsync = async (call, k, isBarrier) => {
-    if (isBarrier) {
+  const loopAsync = async (call, k, backToBack) => {
+    if (backToBack) {
       const t0 = performance.now();
       for (let i = 0; i < k; i++) await call();
       const t = performance.now() - t0;
@@ -281,7 +282,7 @@ export async function runSweep(impl, opts, emit, label) {
       const b = makeBuffers(coll, count, rank, n);
       const call = callOf(coll, b);
       // timed back to back, as barrier always is
-      const isBarrier = coll === 'barrier' || opts.tight;
+      const backToBack = coll === 'barrier' || opts.tight;
       // 1. correctness
       poison(coll, b, rank);
       await aw(impl.barrier());
@@ -290,7 +291,7 @@ export async function runSweep(impl, opts, emit, label) {
       if (err) throw new Error(`${label}: WRONG RESULT: ${err}`);
       await aw(impl.barrier());
       // 2. probe
-      const [tProbe] = await loop(call, 1, isBarrier);
+      const [tProbe] = await loop(call, 1, backToBack);
       const probe = await bcastNum(tProbe);
       // 3. warm-up: batches of 1, 2, 4, ... calls until warmMs has passed on
       //    rank 0 (an untimed bcast after each batch carries the decision), so
@@ -301,7 +302,7 @@ export async function runSweep(impl, opts, emit, label) {
       await aw(impl.barrier());
       const tw0 = performance.now();
       for (;;) {
-        const [w] = await loop(call, k, isBarrier);
+        const [w] = await loop(call, k, backToBack);
         warm += k;
         tLast = w / k;
         const more = rank === 0 && performance.now() - tw0 < warmMs && warm < opts.maxWarm;
@@ -321,7 +322,7 @@ export async function runSweep(impl, opts, emit, label) {
       const tStart = performance.now();
       while (iters < planned) {
         const k = Math.min(batch, planned - iters);
-        const [, a] = await loop(call, k, isBarrier);
+        const [, a] = await loop(call, k, backToBack);
         acc += a;
         iters += k;
         if (iters < planned) {
