@@ -4,11 +4,15 @@
 // so a user op's function is called right where MPI calls it, and
 // completions reach JavaScript through mpiPoll(), which lib/ calls from the
 // event loop while requests are active.
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/datatype/typemap.h"
@@ -46,6 +50,10 @@ struct MpiBackend {
     bool persistent;
   };
   std::unordered_map<int, UsesOp> request_ops;
+  // The large buffer spans of persistent calls, by id, offered huge pages
+  // again at every start (mpi::prefer_huge_pages collapses from a buffer's
+  // second use on; replays, lib/replay.ts, take no buffer this large).
+  std::unordered_map<int, std::vector<std::pair<const uint8_t*, size_t>>> template_spans;
   // What a point-to-point request's memory is, by id, kept from the GC
   // until it completes: the buffer MPI reads or writes, and the status
   // array (lib/p2p/backend.ts) its completion fills.
@@ -363,9 +371,13 @@ bool list_arg(Napi::Env env, int32_t lists, List k, uint32_t n, std::vector<int>
 
 // Checks a v-message's blocks against its buffer: block r is counts[r]
 // items of types[r] (or `type`) at displs[r] × (1, or the type's extent).
-void check_blocks(MpiBackend& b, Napi::Env env, const Bytes& buf, const std::vector<int>& counts,
-                  const std::vector<int>& displs, const std::vector<int>* types, int type, bool byte_displs,
-                  const char* call, const char* what) {
+// Returns the bytes from the lowest block's start to the highest's end
+// (none when every block is empty).
+std::pair<int64_t, int64_t> check_blocks(MpiBackend& b, Napi::Env env, const Bytes& buf,
+                                         const std::vector<int>& counts, const std::vector<int>& displs,
+                                         const std::vector<int>* types, int type, bool byte_displs,
+                                         const char* call, const char* what) {
+  int64_t first = INT64_MAX, last = INT64_MIN;
   for (size_t r = 0; r < counts.size(); r++) {
     int t = types ? (*types)[r] : type;
     int64_t lo, hi;
@@ -376,8 +388,14 @@ void check_blocks(MpiBackend& b, Napi::Env env, const Bytes& buf, const std::vec
       else if (auto it = b.layouts.find(t); it != b.layouts.end()) unit = it->second->extent();
       else if (auto o = b.opaque.find(t); o != b.opaque.end()) unit = int64_t(o->second);
     }
-    need_span(env, buf, lo, hi, int64_t(displs[r]) * unit, call, what);
+    const int64_t at = int64_t(displs[r]) * unit;
+    need_span(env, buf, lo, hi, at, call, what);
+    if (hi > lo) {
+      first = std::min(first, at + lo);
+      last = std::max(last, at + hi);
+    }
   }
+  return first < last ? std::pair{first, last} : std::pair<int64_t, int64_t>{0, 0};
 }
 
 // mpiUserOpFailure(op): after a blocking collective with user op `op`, the
@@ -427,26 +445,32 @@ Napi::Value Coll(const Napi::CallbackInfo& info) {
   bool rw = list_arg(env, k[LISTS], RECV_TYPES, n, c.recv_types, call);
 
   // The cheap second line behind lib/'s checks: nothing outside a buffer.
-  // What the message spans of each buffer (all of it for the v and w
-  // forms) is offered huge pages.
+  // What the message spans of each buffer (from the first block to the
+  // last for the v and w forms) is offered huge pages.
   int64_t lo, hi;
+  std::pair<const uint8_t*, size_t> spans[2] = {};
+  auto offer = [&](int i, const uint8_t* data) {
+    if (!data || hi <= lo) return;
+    spans[i] = {data + lo, size_t(hi - lo)};
+    mpi::prefer_huge_pages(spans[i].first, spans[i].second);
+  };
   if (sv && !c.send_displs.empty()) {
-    check_blocks(b, env, send, c.send_counts, c.send_displs, sw ? &c.send_types : nullptr, c.send_type, sw, call,
-                 "send buffer");
-    mpi::prefer_huge_pages(send.data, send.length);
+    std::tie(lo, hi) = check_blocks(b, env, send, c.send_counts, c.send_displs, sw ? &c.send_types : nullptr,
+                                    c.send_type, sw, call, "send buffer");
+    offer(0, send.data);
   } else if (!send_in_place) {
     span_of(b, env, c.send_type, int64_t(c.send_count) * k[SEND_BLOCKS], lo, hi, call);
     need_span(env, send, lo, hi, 0, call, "send buffer");
-    if (send.data) mpi::prefer_huge_pages(send.data + lo, size_t(hi - lo));
+    offer(0, send.data);
   }
   if (rv && !c.recv_displs.empty()) {
-    check_blocks(b, env, recv, c.recv_counts, c.recv_displs, rw ? &c.recv_types : nullptr, c.recv_type, rw, call,
-                 "receive buffer");
-    mpi::prefer_huge_pages(recv.data, recv.length);
+    std::tie(lo, hi) = check_blocks(b, env, recv, c.recv_counts, c.recv_displs, rw ? &c.recv_types : nullptr,
+                                    c.recv_type, rw, call, "receive buffer");
+    offer(1, recv.data);
   } else if (!recv_in_place) {
     span_of(b, env, c.recv_type, int64_t(c.recv_count) * k[RECV_BLOCKS], lo, hi, call);
     need_span(env, recv, lo, hi, 0, call, "receive buffer");
-    if (recv.data) mpi::prefer_huge_pages(recv.data + lo, size_t(hi - lo));
+    offer(1, recv.data);
   }
   // Empty views share one dummy address (napi/args.h); Open MPI takes the
   // same address on both sides for an aliasing error.
@@ -469,6 +493,11 @@ Napi::Value Coll(const Napi::CallbackInfo& info) {
   const int op = c.op;
   int id = guarded(env, [&] { return b.lib->run(std::move(c), mode); });
   if (mode == mpi::Mode::BLOCKING) return env.Undefined();
+  if (mode == mpi::Mode::PERSISTENT) {
+    for (const auto& span : spans) {
+      if (span.second >= mpi::kHugePagesFrom) b.template_spans[id].push_back(span);
+    }
+  }
   if (user) {
     b.request_ops[id] = {op, mode == mpi::Mode::PERSISTENT};
     if (mode == mpi::Mode::NONBLOCKING) user->uses++;
@@ -648,6 +677,14 @@ Napi::Value settle(MpiBackend& b, Napi::Env env, const mpi::Completion& c) {
   return err;
 }
 
+// A persistent call's large buffers, offered huge pages at each start as a
+// new call's are.
+void offer_again(MpiBackend& b, int id) {
+  auto it = b.template_spans.find(id);
+  if (it == b.template_spans.end()) return;
+  for (const auto& [data, bytes] : it->second) mpi::prefer_huge_pages(data, bytes);
+}
+
 // mpiStart(template): starts a round of a persistent request (its id stays the template's)
 void Start(const Napi::CallbackInfo& info) {
   MpiBackend& b = backend(info.Env(), "PersistentRequest.start");
@@ -660,6 +697,7 @@ void Start(const Napi::CallbackInfo& info) {
       u->second.uses++;
     }
   }
+  offer_again(b, id);
   guarded(info.Env(), [&] { b.lib->start(id); });
 }
 
@@ -676,6 +714,7 @@ void FreeTemplate(const Napi::CallbackInfo& info) {
   if (!st.mpi) return;
   int id = int_arg(info, 0);
   guarded(info.Env(), [&] { st.mpi->lib->free_template(id); });
+  st.mpi->template_spans.erase(id);
   auto it = st.mpi->request_ops.find(id);
   if (it != st.mpi->request_ops.end()) {
     int op = it->second.op;

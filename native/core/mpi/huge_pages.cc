@@ -17,7 +17,6 @@ namespace nodempi::mpi {
 namespace {
 
 constexpr size_t kHuge = size_t(2) << 20;
-constexpr size_t kMin = size_t(4) << 20;  // numpy's threshold
 constexpr size_t kRemembered = 4096;      // buffers whose advice is remembered, then forgotten all at once
 
 // Off with NODEMPI_HUGE_PAGES=0, and where the machine's owner turned
@@ -40,7 +39,7 @@ bool enabled() {
 
 void prefer_huge_pages(const void* p, size_t n) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (n < kMin || !enabled()) return;
+  if (n < kHugePagesFrom || !enabled()) return;
   const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~uintptr_t(kHuge - 1);
   const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + n) & ~uintptr_t(kHuge - 1);
   if (hi <= lo) return;

@@ -12,6 +12,9 @@
 
 namespace nodempi::mpi {
 
+// The smallest buffer offered huge pages (numpy's threshold).
+constexpr size_t kHugePagesFrom = size_t(4) << 20;
+
 // Asks the kernel to back the 2 MiB-aligned interior of [p, p + n) with
 // huge pages, when n is 4 MiB or more: the first time it sees a buffer it
 // marks it (MADV_HUGEPAGE: pages faulted from then on are huge), from the
