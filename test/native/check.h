@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "long_form.h"
 
 namespace nodempi::test {
 
@@ -64,13 +65,6 @@ std::string expect_error(const char* file, int line, ErrorClass cls, const char*
 }
 #define EXPECT_ERROR(cls, needle, ...) \
   ::nodempi::test::expect_error(__FILE__, __LINE__, ::nodempi::ErrorClass::cls, needle, __VA_ARGS__)
-
-// NODEMPI_TEST_LONG=1 (npm run test:asan, test:tsan) runs more rounds; the
-// default is the short form npm test runs.
-inline bool long_form() {
-  const char* v = std::getenv("NODEMPI_TEST_LONG");
-  return v && *v && std::strcmp(v, "0") != 0;
-}
 
 // The summary line every test program ends with; its exit code.
 inline int summary(const char* program) {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/kernels/kernels.h"
+#include "long_form.h"
 
 using namespace nodempi::kernels;
 
@@ -35,15 +36,13 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the reference assumes 
 
 // ---- Check macro ------------------------------------------------------------
 
-// NODEMPI_TEST_LONG=1 (npm run test:asan) adds the million-item lengths.
-// The kernels take no path of their own at that size (their widest loop
-// step is 4 vectors, 256 items; 1000 items run it several times and every
-// tail), and those lengths were most of the short form's time, under ASan
-// and under qemu (test/packaging/prebuilds.test.ts) most of all.
-static bool long_form() {
-  const char* v = std::getenv("NODEMPI_TEST_LONG");
-  return v && *v && std::strcmp(v, "0") != 0;
-}
+// The long form (long_form.h: npm run test:asan) adds the million-item
+// lengths. The kernels take no path of their own at that size (their
+// widest loop step is 4 vectors, 256 items; 1000 items run it several
+// times and every tail), and those lengths were most of the short form's
+// time, under ASan and under qemu (test/packaging/prebuilds.test.ts) most
+// of all.
+using nodempi::test::long_form;
 
 static int g_checks = 0;
 static int g_failures = 0;
