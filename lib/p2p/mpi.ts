@@ -6,9 +6,10 @@
  * are requests of the backend's table, completed by its poll
  * (lib/backends/mpi.ts) like a collective's.
  *
- * Where the libraries differ the addon evens them out: a blocking receive
- * is a matched probe and a receive, so that a truncated message writes
- * the buffer's worth and reports its length under MPICH too; a matched
+ * Where the libraries differ the addon evens them out: under MPICH a
+ * blocking receive is a matched probe and a receive, so that a truncated
+ * message writes the buffer's worth and reports its length as Open MPI's
+ * MPI_Recv does (MPICH 4.0's writes nothing and reports 0); a matched
  * probe has no request in MPI, so a pending improbe is tried again at
  * every poll (an irecv posted after it that matches the same message may
  * take it first, since MPI matches posted receives on arrival). Ranks on an intercommunicator are the remote group's, as in

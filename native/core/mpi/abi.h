@@ -58,6 +58,9 @@ struct OmpiAbi {
   };
   static constexpr int kAnySource = -1;
   static constexpr int kProcNull = -2;
+  // A receive of a longer message fills the buffer and reports the
+  // message's length: MPI_Recv keeps the seam's promise alone.
+  static constexpr bool kRecvTellsTruncation = true;
   static constexpr int kRoot = -4;
   static constexpr int kAnyTag = -1;
   static constexpr int kUndefined = -32766;
@@ -99,6 +102,8 @@ struct MpichAbi {
   };
   static constexpr int kAnySource = -2;
   static constexpr int kProcNull = -1;
+  // MPICH 4.0 writes nothing of a longer message and reports 0 bytes.
+  static constexpr bool kRecvTellsTruncation = false;
   static constexpr int kRoot = -3;
   static constexpr int kAnyTag = -1;
   static constexpr int kUndefined = -32766;

@@ -75,6 +75,7 @@ struct Api {
   // are null where the library has none (Open MPI before 5).
   int (*Send)(const void*, int, Datatype, int, int, Comm);
   int (*Isend)(const void*, int, Datatype, int, int, Comm, Request*);
+  int (*Recv)(void*, int, Datatype, int, int, Comm, Status*);
   int (*Irecv)(void*, int, Datatype, int, int, Comm, Request*);
   int (*Probe)(int, int, Comm, Status*);
   int (*Iprobe)(int, int, Comm, int*, Status*);
