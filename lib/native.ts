@@ -88,7 +88,7 @@ export interface NativeAddon {
     recvBytes: List, count: number, type: number, op: number, user: UserOpSpec | undefined, kind: number, mode: number): number | undefined;
 
   // point-to-point (lib/p2p/shm.ts). The numbers of a call are in the call
-  // block set once by p2pSetBlock (8 doubles; native/napi/p2p_binding.cc):
+  // block (lib/p2p/block.ts) set once by p2pSetBlock (8 doubles; native/napi/p2p_binding.cc):
   // [0] the communicator, [1] the byte count; a send's [2] peer, [3] tag,
   // [4] self; a blocking receive's envelope and then status at [4..7].
   // `peer` is a rank's index in the communicator's context (on an
@@ -213,11 +213,14 @@ export interface NativeAddon {
   // source ANY_SOURCE and tag ANY_TAG as -1; `status` a Float64Array(4)
   // filled with [source, tag, byteLength, message] when a message matches.
   // The addon keeps a nonblocking call's view and status until it completes.
-  mpiSend(comm: number, view: View, bytes: number, dest: number, tag: number): void;
+  // A blocking send's and receive's numbers are in the call block (above):
+  // [0] the communicator, [1] the byte count, [2] dest or source, [3] tag;
+  // a receive's status at [4..7].
+  mpiSend(view: View): void;
   /** A request id of the mpi backend's requests. */
   mpiIsend(comm: number, view: View, bytes: number, dest: number, tag: number): number;
   /** A longer message fills status and the view's `bytes`, then throws ERR_TRUNCATE. */
-  mpiRecv(comm: number, view: View, bytes: number, source: number, tag: number, status: Float64Array): void;
+  mpiRecv(view: View): void;
   /** A request id; a longer message fails it with ERR_TRUNCATE. */
   mpiIrecv(comm: number, view: View, bytes: number, source: number, tag: number, status: Float64Array): number;
   mpiProbe(comm: number, source: number, tag: number, status: Float64Array): void;

@@ -17,12 +17,35 @@
  */
 import { native } from '../native.js';
 import type { PointToPoint } from './backend.js';
+import { block, BYTES, COMM, statusOut } from './block.js';
+
+// A blocking send's or receive's numbers in the call block (lib/p2p/block.ts;
+// this backend's layout in native/napi/mpi_binding.cc): the peer (dest or
+// source) and the tag.
+const PEER = 2, TAG = 3;
+
+function blockOf(handle: number, bytes: number, peer: number, tag: number): void {
+  block[COMM] = handle;
+  block[BYTES] = bytes;
+  block[PEER] = peer;
+  block[TAG] = tag;
+}
 
 /** The mpi backend's point-to-point (its `p2p`, lib/backends/mpi.ts). */
 export const mpi: PointToPoint = {
-  send: (c, view, bytes, dest, tag) => native.mpiSend(c.handle, view, bytes, dest, tag),
+  send(c, view, bytes, dest, tag) {
+    blockOf(c.handle, bytes, dest, tag);
+    native.mpiSend(view);
+  },
   isend: (c, view, bytes, dest, tag) => native.mpiIsend(c.handle, view, bytes, dest, tag),
-  recv: (c, view, bytes, source, tag, status) => native.mpiRecv(c.handle, view, bytes, source, tag, status),
+  recv(c, view, bytes, source, tag, status) {
+    blockOf(c.handle, bytes, source, tag);
+    try {
+      native.mpiRecv(view);
+    } finally {
+      statusOut(status);
+    }
+  },
   irecv: (c, view, bytes, source, tag, status) => native.mpiIrecv(c.handle, view, bytes, source, tag, status),
   probe: (c, source, tag, status) => native.mpiProbe(c.handle, source, tag, status),
   iprobe: (c, source, tag, status) => native.mpiIprobe(c.handle, source, tag, status),

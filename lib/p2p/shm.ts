@@ -10,6 +10,7 @@
  * other side matches a source against and reports.
  */
 import type { Peers, PointToPoint } from './backend.js';
+import { block, BYTES, COMM, STATUS, statusOut } from './block.js';
 import { native } from '../native.js';
 
 /** ANY_SOURCE, as the seam passes it. */
@@ -21,12 +22,9 @@ function peer(c: Peers, rank: number): number {
   return 'remoteBase' in c ? c.remoteBase + rank : rank;
 }
 
-// The numbers of a call go to the addon through the call block, one
-// off-heap buffer both sides keep (native/napi/p2p_binding.cc has its
-// layout): read from memory, not unwrapped one argument at a time.
-const block = new Float64Array(new ArrayBuffer(64));
-native.p2pSetBlock(block.buffer as ArrayBuffer);
-const COMM = 0, BYTES = 1, PEER = 2, TAG = 3, SELF = 4, STATUS = 4;
+// The numbers of a call go to the addon through the call block
+// (lib/p2p/block.ts); this backend's layout of a send's.
+const PEER = 2, TAG = 3, SELF = 4;
 
 // A receive's or probe's envelope, written where its status will be (the
 // block's, at `at`, or a nonblocking call's own array) for the addon to read:
@@ -56,15 +54,6 @@ function sendBlock(c: Peers, bytes: number, dest: number, tag: number): void {
   block[PEER] = peer(c, dest);
   block[TAG] = tag;
   block[SELF] = c.rank;
-}
-
-// The block's status to the caller's array, also when the receive throws
-// (a truncated message reports what it was).
-function statusOut(status: Float64Array): void {
-  status[0] = block[STATUS]!;
-  status[1] = block[STATUS + 1]!;
-  status[2] = block[STATUS + 2]!;
-  status[3] = block[STATUS + 3]!;
 }
 
 const PROBE = 0, IPROBE = 1, MPROBE = 2, IMPROBE = 3;

@@ -6,6 +6,7 @@
 // event loop while requests are active.
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -540,11 +541,44 @@ int hold(MpiBackend& b, int id, Napi::Value buffer, Napi::Value status) {
   return id;
 }
 
-// mpiSend(comm, view, bytes, dest, tag)
+// A blocking send's or receive's numbers, in the call block (State::
+// p2p_block, lib/p2p/block.ts) rather than as arguments: [0] the
+// communicator's handle, [1] the byte count, [2] dest or source, [3] the
+// tag; a receive's status at [4..7].
+enum P2pSlot : int { kComm = 0, kBytes = 1, kPeer = 2, kTag = 3, kStatus = 4 };
+
+double* call_block(Napi::Env env, const char* call) {
+  double* b = State::of(env).p2p_block.data;
+  if (!b) throw_mpi(env, ErrorClass::INTERN, std::string(call) + ": no call block (p2pSetBlock)");
+  return b;
+}
+
+// A slot that holds a handle, rank or tag (lib checked them); INT_MIN,
+// which the library refuses as any of them, for a number out of range.
+int int_slot(const double* b, P2pSlot s) {
+  const double d = b[s];
+  return d >= INT_MIN && d <= INT_MAX ? int(d) : INT_MIN;
+}
+
+// The view (argument 0) and the block's byte count of it.
+Bytes block_message(const Napi::CallbackInfo& info, const double* b, const char* call, const char* what) {
+  const double d = b[kBytes];
+  if (!(d >= 0 && d <= double(SIZE_MAX / 2)) || d != double(size_t(d))) {
+    throw_mpi(info.Env(), ErrorClass::COUNT, std::string(call) + ": byte count must be a non-negative integer");
+  }
+  Bytes m = need_bytes(info, 0, size_t(d), call, what);
+  m.length = size_t(d);
+  mpi::prefer_huge_pages(m.data, m.length);
+  return m;
+}
+
+// mpiSend(view)
 void Send(const Napi::CallbackInfo& info) {
-  MpiBackend& b = backend(info.Env(), "send");
-  Bytes m = message_arg(info, 1, "send", "send buffer");
-  guarded(info.Env(), [&] { b.lib->send(int_arg(info, 0), m.data, m.length, int_arg(info, 3), int_arg(info, 4)); });
+  Napi::Env env = info.Env();
+  MpiBackend& b = backend(env, "send");
+  const double* k = call_block(env, "send");
+  Bytes m = block_message(info, k, "send", "send buffer");
+  guarded(env, [&] { b.lib->send(int_slot(k, kComm), m.data, m.length, int_slot(k, kPeer), int_slot(k, kTag)); });
 }
 
 // mpiIsend(comm, view, bytes, dest, tag): a request id
@@ -557,16 +591,19 @@ Napi::Value Isend(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), hold(b, id, info[1], info.Env().Undefined()));
 }
 
-// mpiRecv(comm, view, bytes, source, tag, status): a truncated message
-// fills status before the MPIError.
+// mpiRecv(view): the status in the call block, "no message" unless one
+// matched; a truncated message fills it before the MPIError.
 void Recv(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   MpiBackend& b = backend(env, "recv");
-  Bytes m = message_arg(info, 1, "recv", "receive buffer");
-  double* st = status_arg(info, 5, "recv");
+  double* k = call_block(env, "recv");
+  Bytes m = block_message(info, k, "recv", "receive buffer");
+  const int comm = int_slot(k, kComm), source = int_slot(k, kPeer), tag = int_slot(k, kTag);
+  double* st = k + kStatus;
   mpi::Matched out;
+  fill(st, mpi::Matched{-1, -1, 0, 0});
   try {
-    b.lib->recv(int_arg(info, 0), m.data, m.length, int_arg(info, 3), int_arg(info, 4), out);
+    b.lib->recv(comm, m.data, m.length, source, tag, out);
   } catch (const CoreError& e) {
     if (e.error_class() == ErrorClass::TRUNCATE) fill(st, out);
     rethrow(env, e);

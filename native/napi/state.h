@@ -57,11 +57,11 @@ struct ArgLists {
   size_t width = 0;
 };
 
-// Point-to-point's call block (lib/p2p/shm.ts): the numbers of a call, in
+// Point-to-point's call block (lib/p2p/block.ts): the numbers of a call, in
 // doubles of one ArrayBuffer both sides keep, read from memory instead of
 // unwrapped argument by argument (a value read through N-API costs several
-// nanoseconds; a blocking send or receive had six). Layout in
-// napi/p2p_binding.cc.
+// nanoseconds; a blocking send or receive had six). Layouts in
+// napi/p2p_binding.cc and napi/mpi_binding.cc.
 struct CallBlock {
   Napi::Reference<Napi::ArrayBuffer> hold;
   double* data = nullptr;
