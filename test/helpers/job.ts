@@ -17,6 +17,15 @@ export const fixtures = join(root, 'test', 'fixtures');
 export const worldSizes = [1, 2, 3, 4];
 
 /**
+ * `a` for even `i`, `b` for odd: the world size of entry `i` of a suite
+ * that runs each entry at one of two sizes, in turn, so that every kind of
+ * entry meets both sizes in half the jobs.
+ */
+export function alternate(i: number, a: number, b: number): number {
+  return i % 2 === 0 ? a : b;
+}
+
+/**
  * How a job is started: `nodempi`, the package's launcher (the shm
  * backend), or a system MPI's launcher (the mpi backend over that library).
  */

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'vitest';
 
-import { expectPassed, runJob, type SystemMpi } from '../helpers/job.js';
+import { alternate, expectPassed, runJob, type SystemMpi } from '../helpers/job.js';
 
 interface Entry {
   /** Rank script under test/fixtures. */
@@ -105,7 +105,7 @@ const entries: Entry[] = [
  * size).
  */
 export function sizesOf(i: number, mpi: SystemMpi): number[] {
-  return [1, 2, (i + (mpi === 'openmpi' ? 0 : 1)) % 2 === 0 ? 3 : 4];
+  return [1, 2, alternate(i + (mpi === 'openmpi' ? 0 : 1), 3, 4)];
 }
 
 /** Every entry under `mpi`'s launcher. */
