@@ -93,7 +93,9 @@ struct P2P::Msg {
   uint32_t from;  // the sender's world rank (its ring)
   uint64_t total;
   uint64_t got;
-  std::vector<uint8_t> data;
+  // Not value-initialised (a vector would zero it first): every byte is
+  // written before it is read.
+  std::unique_ptr<uint8_t[]> data;
 };
 
 struct P2P::Send {
@@ -399,7 +401,7 @@ void P2P::take(uint32_t src, const Record& rec, uint64_t pos) {
     if (a.recv && a.got < a.recv->cap) {
       copy_out(src, pos, a.recv->buf + a.got, std::min<uint64_t>(n, a.recv->cap - a.got));
     } else if (a.msg) {
-      copy_out(src, pos, a.msg->data.data() + a.got, n);
+      copy_out(src, pos, a.msg->data.get() + a.got, n);
     }
     a.got += n;
     if (a.msg) a.msg->got = a.got;
@@ -457,13 +459,13 @@ void P2P::take(uint32_t src, const Record& rec, uint64_t pos) {
   m->from = src;
   m->total = total;
   m->got = first;
-  m->data.resize(total);
+  m->data.reset(new uint8_t[total]);
   if (rec.kind == RTS) {
     // Unexpected: copied now, into the heap, so that the sender need not
     // wait for a receive (buffering stays unbounded, both ways at once too).
-    if (fetch(m->data.data(), total)) m->got = total;
+    if (fetch(m->data.get(), total)) m->got = total;
   } else {
-    copy_out(src, pos, m->data.data(), first);
+    copy_out(src, pos, m->data.get(), first);
   }
   if (m->got < total) a = Assembly{true, total, m->got, nullptr, m.get()};
   if (r) {
@@ -532,7 +534,7 @@ bool P2P::bind(std::unique_ptr<Msg> m, Recv* r) {
   r->st.tag = m->tag;
   r->total = m->total;
   const size_t n = std::min<uint64_t>(m->got, r->cap);
-  if (n) std::memcpy(r->buf, m->data.data(), n);
+  if (n) std::memcpy(r->buf, m->data.get(), n);
   if (m->got == m->total) {
     finish(r);
     return true;
