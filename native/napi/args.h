@@ -70,12 +70,17 @@ inline double number_arg(const Napi::CallbackInfo& info, size_t i) {
   return d;
 }
 
-inline size_t size_arg(const Napi::CallbackInfo& info, size_t i, const char* call, const char* what) {
-  double d = number_arg(info, i);
-  if (!(d >= 0) || d != double(size_t(d))) {
-    throw_mpi(info.Env(), ErrorClass::COUNT, std::string(call) + ": " + what + " must be a non-negative integer");
+// A count from JavaScript: a non-negative integer that size_t holds with
+// room to add to (converting a larger double to size_t is undefined).
+inline size_t size_value(Napi::Env env, double d, const char* call, const char* what) {
+  if (!(d >= 0 && d <= double(SIZE_MAX / 2)) || d != double(size_t(d))) {
+    throw_mpi(env, ErrorClass::COUNT, std::string(call) + ": " + what + " must be a non-negative integer");
   }
   return size_t(d);
+}
+
+inline size_t size_arg(const Napi::CallbackInfo& info, size_t i, const char* call, const char* what) {
+  return size_value(info.Env(), number_arg(info, i), call, what);
 }
 
 inline uint32_t u32_arg(const Napi::CallbackInfo& info, size_t i) {

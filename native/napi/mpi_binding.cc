@@ -547,12 +547,6 @@ int hold(MpiBackend& b, int id, Napi::Value buffer, Napi::Value status) {
 // tag; a receive's status at [4..7].
 enum P2pSlot : int { kComm = 0, kBytes = 1, kPeer = 2, kTag = 3, kStatus = 4 };
 
-double* call_block(Napi::Env env, const char* call) {
-  double* b = State::of(env).p2p_block.data;
-  if (!b) throw_mpi(env, ErrorClass::INTERN, std::string(call) + ": no call block (p2pSetBlock)");
-  return b;
-}
-
 // A slot that holds a handle, rank or tag (lib checked them); INT_MIN,
 // which the library refuses as any of them, for a number out of range.
 int int_slot(const double* b, P2pSlot s) {
@@ -562,12 +556,9 @@ int int_slot(const double* b, P2pSlot s) {
 
 // The view (argument 0) and the block's byte count of it.
 Bytes block_message(const Napi::CallbackInfo& info, const double* b, const char* call, const char* what) {
-  const double d = b[kBytes];
-  if (!(d >= 0 && d <= double(SIZE_MAX / 2)) || d != double(size_t(d))) {
-    throw_mpi(info.Env(), ErrorClass::COUNT, std::string(call) + ": byte count must be a non-negative integer");
-  }
-  Bytes m = need_bytes(info, 0, size_t(d), call, what);
-  m.length = size_t(d);
+  const size_t n = size_value(info.Env(), b[kBytes], call, "byte count");
+  Bytes m = need_bytes(info, 0, n, call, what);
+  m.length = n;
   mpi::prefer_huge_pages(m.data, m.length);
   return m;
 }

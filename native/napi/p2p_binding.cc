@@ -105,8 +105,7 @@ struct Call {
 
 Call call_of(Napi::Env env, const char* call) {
   State& st = State::of(env);
-  const double* b = st.p2p_block.data;
-  if (!b) fail(env, ErrorClass::INTERN, call, "no call block (p2pSetBlock)");
+  const double* b = call_block(env, call);
   const double h = b[kComm];
   if (!(h >= 0 && h < double(st.contexts.size())) || !st.contexts[size_t(h)]) {
     fail(env, ErrorClass::COMM, call, "the communicator is not valid (freed or finalized)");
@@ -115,9 +114,7 @@ Call call_of(Napi::Env env, const char* call) {
 }
 
 size_t bytes_of(Napi::Env env, const Call& k, const char* call) {
-  const double d = k.block[kBytes];
-  if (!(d >= 0) || d != double(size_t(d))) fail(env, ErrorClass::COUNT, call, "byte count must be a non-negative integer");
-  return size_t(d);
+  return size_value(env, k.block[kBytes], call, "byte count");
 }
 
 double* status_arg(const Napi::CallbackInfo& info, size_t i, const char* call) {
@@ -322,6 +319,12 @@ void SetBlock(const Napi::CallbackInfo& info) {
 }
 
 }  // namespace
+
+double* call_block(Napi::Env env, const char* call) {
+  double* b = State::of(env).p2p_block.data;
+  if (!b) throw_mpi(env, ErrorClass::INTERN, std::string(call) + ": no call block (p2pSetBlock)");
+  return b;
+}
 
 void forget_p2p(Napi::Env env, const coll::Context& c) {
   State& st = State::of(env);
