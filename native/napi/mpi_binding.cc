@@ -18,7 +18,7 @@
 
 #include "core/datatype/typemap.h"
 #include "core/kernels/kernels.h"
-#include "core/mpi/huge_pages.h"
+#include "core/memory/huge_pages.h"
 #include "core/mpi/mpi.h"
 #include "napi/args.h"
 #include "napi/errors.h"
@@ -52,7 +52,7 @@ struct MpiBackend {
   };
   std::unordered_map<int, UsesOp> request_ops;
   // The large buffer spans of persistent calls, by id, offered huge pages
-  // again at every start (mpi::prefer_huge_pages collapses from a buffer's
+  // again at every start (memory::prefer_huge_pages collapses from a buffer's
   // second use on; replays, lib/replay.ts, take no buffer this large).
   std::unordered_map<int, std::vector<std::pair<const uint8_t*, size_t>>> template_spans;
   // What a point-to-point request's memory is, by id, kept from the GC
@@ -453,7 +453,7 @@ Napi::Value Coll(const Napi::CallbackInfo& info) {
   auto offer = [&](int i, const uint8_t* data) {
     if (!data || hi <= lo) return;
     spans[i] = {data + lo, size_t(hi - lo)};
-    mpi::prefer_huge_pages(spans[i].first, spans[i].second);
+    memory::prefer_huge_pages(spans[i].first, spans[i].second);
   };
   if (sv && !c.send_displs.empty()) {
     std::tie(lo, hi) = check_blocks(b, env, send, c.send_counts, c.send_displs, sw ? &c.send_types : nullptr,
@@ -496,7 +496,7 @@ Napi::Value Coll(const Napi::CallbackInfo& info) {
   if (mode == mpi::Mode::BLOCKING) return env.Undefined();
   if (mode == mpi::Mode::PERSISTENT) {
     for (const auto& span : spans) {
-      if (span.second >= mpi::kHugePagesFrom) b.template_spans[id].push_back(span);
+      if (span.second >= memory::kHugePagesFrom) b.template_spans[id].push_back(span);
     }
   }
   if (user) {
@@ -529,7 +529,7 @@ Bytes message_arg(const Napi::CallbackInfo& info, size_t i, const char* call, co
   size_t bytes = size_arg(info, i + 1, call, "byte count");
   Bytes b = need_bytes(info, i, bytes, call, what);
   b.length = bytes;
-  mpi::prefer_huge_pages(b.data, b.length);
+  memory::prefer_huge_pages(b.data, b.length);
   return b;
 }
 
@@ -559,7 +559,7 @@ Bytes block_message(const Napi::CallbackInfo& info, const double* b, const char*
   const size_t n = size_value(info.Env(), b[kBytes], call, "byte count");
   Bytes m = need_bytes(info, 0, n, call, what);
   m.length = n;
-  mpi::prefer_huge_pages(m.data, m.length);
+  memory::prefer_huge_pages(m.data, m.length);
   return m;
 }
 
@@ -710,7 +710,7 @@ Napi::Value settle(MpiBackend& b, Napi::Env env, const mpi::Completion& c) {
 void offer_again(MpiBackend& b, int id) {
   auto it = b.template_spans.find(id);
   if (it == b.template_spans.end()) return;
-  for (const auto& [data, bytes] : it->second) mpi::prefer_huge_pages(data, bytes);
+  for (const auto& [data, bytes] : it->second) memory::prefer_huge_pages(data, bytes);
 }
 
 // mpiStart(template): starts a round of a persistent request (its id stays the template's)

@@ -87,7 +87,7 @@ const entries: Entry[] = [
     { script: 'process/late-finalize.mjs', args: [w], name: `late-finalize ${w}` },
     { script: 'process/late-finalize.mjs', args: [w], name: `late-finalize ${w}`, sizes: [2], env: { MPIR_CVAR_NOLOCAL: '1', UCX_TLS: 'tcp,self' } },
   ]),
-  // Transparent huge pages for large buffers (native/core/mpi/huge_pages.h), and without.
+  // Transparent huge pages for large buffers (native/core/memory/huge_pages.h), and without.
   { script: 'mpi/huge-pages.mjs', args: ['on'], name: 'huge pages on' },
   { script: 'mpi/huge-pages.mjs', args: ['off'], name: 'huge pages off', env: { NODEMPI_HUGE_PAGES: '0' } },
   // Mismatch detection, opt-in here.

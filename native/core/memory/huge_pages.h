@@ -1,4 +1,5 @@
-// Transparent huge pages for the large buffers handed to the system MPI.
+// Transparent huge pages for large message buffers: those handed to the
+// system MPI, and those mpi.allocMem maps (core/memory/buffers.h).
 //
 // Open MPI's and MPICH's shared-memory transports move a large message by
 // a single copy between processes (CMA), which pins and walks the
@@ -10,10 +11,12 @@
 #pragma once
 #include <cstddef>
 
-namespace nodempi::mpi {
+namespace nodempi::memory {
 
 // The smallest buffer offered huge pages (numpy's threshold).
 constexpr size_t kHugePagesFrom = size_t(4) << 20;
+// A transparent huge page on x86-64 and on arm64 with 4 KiB base pages.
+constexpr size_t kHugePage = size_t(2) << 20;
 
 // Asks the kernel to back the 2 MiB-aligned interior of [p, p + n) with
 // huge pages, when n is 4 MiB or more: the first time it sees a buffer it
@@ -24,4 +27,9 @@ constexpr size_t kHugePagesFrom = size_t(4) << 20;
 // with NODEMPI_HUGE_PAGES=0. Any thread.
 void prefer_huge_pages(const void* p, size_t n);
 
-}  // namespace nodempi::mpi
+// Whether huge pages are to be asked for at all: not with
+// NODEMPI_HUGE_PAGES=0, nor where transparent huge pages are off ("never")
+// or absent.
+bool huge_pages_on();
+
+}  // namespace nodempi::memory

@@ -1,4 +1,4 @@
-#include "core/mpi/huge_pages.h"
+#include "core/memory/huge_pages.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -12,16 +12,17 @@
 #include <sys/mman.h>
 #endif
 
-namespace nodempi::mpi {
+namespace nodempi::memory {
 
 namespace {
 
-constexpr size_t kHuge = size_t(2) << 20;
 constexpr size_t kRemembered = 4096;      // buffers whose advice is remembered, then forgotten all at once
 
-// Off with NODEMPI_HUGE_PAGES=0, and where the machine's owner turned
-// transparent huge pages off (MADV_COLLAPSE would make some anyway).
-bool enabled() {
+}  // namespace
+
+// Off where the machine's owner turned transparent huge pages off, since
+// MADV_COLLAPSE would make some anyway.
+bool huge_pages_on() {
   static const bool on = [] {
     const char* v = std::getenv("NODEMPI_HUGE_PAGES");
     if (v && std::strcmp(v, "0") == 0) return false;
@@ -35,13 +36,11 @@ bool enabled() {
   return on;
 }
 
-}  // namespace
-
 void prefer_huge_pages(const void* p, size_t n) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (n < kHugePagesFrom || !enabled()) return;
-  const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~uintptr_t(kHuge - 1);
-  const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + n) & ~uintptr_t(kHuge - 1);
+  if (n < kHugePagesFrom || !huge_pages_on()) return;
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) & ~uintptr_t(kHugePage - 1);
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + n) & ~uintptr_t(kHugePage - 1);
   if (hi <= lo) return;
   // Ranges by their start: seen before (with the same length), and whether
   // collapsing failed there. A buffer freed and another mapped at the same
@@ -81,4 +80,4 @@ void prefer_huge_pages(const void* p, size_t n) {
 #endif
 }
 
-}  // namespace nodempi::mpi
+}  // namespace nodempi::memory
