@@ -38,7 +38,8 @@ Each rank's environment has NODEMPI_RANK and NODEMPI_SIZE. Read by nodempi
   NODEMPI_CHECK_SAME=1         mpi backend: check that ranks agree on every call
   NODEMPI_MPI_PERSISTENT=emulate  mpi backend: persistent calls as nonblocking ones
   NODEMPI_MPI_THREAD_LEVEL=single  mpi backend: MPI_THREAD_SINGLE, not FUNNELED
-  NODEMPI_HUGE_PAGES=0         mpi backend: no huge pages for buffers of 4 MiB and more
+  NODEMPI_HUGE_PAGES=0         no huge pages for buffers of 4 MiB and more (mpi backend,
+                               mpi.allocMem)
   NODEMPI_HOLD=mark|copy       how nonblocking calls hold their buffers
   NODEMPI_SLOT_KB, NODEMPI_CMA, NODEMPI_CMA_MIN, NODEMPI_SPIN_US, NODEMPI_YIELD_US,
   NODEMPI_KERNELS, NODEMPI_ALGO  tune the shared-memory transport

@@ -17,6 +17,7 @@ export { Op } from './op.js';
 export type { TypedArray, UserFunction } from './op.js';
 export type { Combine } from './objects/combine.js';
 export { reduceLocal, reduceLocals } from './local.js';
+export { allocMem } from './memory.js';
 export { pack, packSize, unpack } from './pack.js';
 export { MPIError, ErrorClasses } from './errors.js';
 export type { ErrorCode } from './errors.js';

@@ -144,6 +144,10 @@ export interface NativeAddon {
   reduceLocal(a: View, b: View, out: View, count: number, code: number): void;
   /** io = a op io: the same with out = b, one view less to unwrap. */
   reduceLocal(a: View, io: View, count: number, code: number): void;
+  /** How many bytes more than `bytes` allocMem's ArrayBuffer needs; 0 if too many (native/napi/memory_binding.cc). */
+  memSlack(bytes: number): number;
+  /** Where in `ab` (memSlack larger than `bytes`) allocMem's buffer starts; advises its pages. */
+  placeMem(ab: ArrayBuffer, bytes: number): number;
   /** reduceLocal again on the last call's views, count and code from the slots (lib/local.ts). */
   reduceLast(): void;
   /** The 6 doubles lib/local.ts and reduceLast share (one buffer per environment). */

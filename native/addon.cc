@@ -16,6 +16,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   nodempi::napi::register_comm_mgmt(env, exports);
   nodempi::napi::register_launcher(env, exports);
   nodempi::napi::register_local(env, exports);
+  nodempi::napi::register_memory(env, exports);
   nodempi::napi::register_mpi(env, exports);
   nodempi::napi::register_p2p(env, exports);
   return exports;

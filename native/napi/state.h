@@ -107,6 +107,7 @@ void register_progress(Napi::Env env, Napi::Object exports);
 void register_comm_mgmt(Napi::Env env, Napi::Object exports);
 void register_launcher(Napi::Env env, Napi::Object exports);
 void register_local(Napi::Env env, Napi::Object exports);
+void register_memory(Napi::Env env, Napi::Object exports);
 void register_mpi(Napi::Env env, Napi::Object exports);
 void register_p2p(Napi::Env env, Napi::Object exports);
 // Wakes point-to-point's progress thread if nonblocking requests are in

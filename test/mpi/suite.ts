@@ -42,6 +42,8 @@ const entries: Entry[] = [
   // Point-to-point (lib/p2p), the 8 MiB messages apart.
   { script: 'p2p/messages.mjs', name: 'p2p all' },
   { script: 'p2p/messages.mjs', args: ['large'], name: 'p2p large', timeoutSec: 120 },
+  // Buffers from mpi.allocMem.
+  { script: 'buffers/alloc-mem.mjs', name: 'alloc-mem' },
   ...['root', 'buffer', 'count', 'op', 'type', 'arg'].map((g) => ({ script: 'coll/errors.mjs', args: [g], name: `errors ${g}` })),
   { script: 'vector-coll/v-variants.mjs', args: ['1'], name: 'vcoll' },
   { script: 'vector-coll/large.mjs', name: 'vcoll large' },

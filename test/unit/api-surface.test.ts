@@ -10,7 +10,7 @@ const m = mpi as unknown as Record<string, unknown>;
 
 const FUNCTIONS = [
   'init', 'finalize', 'isInitialized', 'isFinalized', 'wtime', 'wtick', 'abort', 'launch',
-  'reduceLocal', 'reduceLocals', 'pack', 'unpack', 'packSize',
+  'reduceLocal', 'reduceLocals', 'pack', 'unpack', 'packSize', 'allocMem',
 ];
 const CLASSES = ['Comm', 'Intercomm', 'Group', 'Request', 'PersistentRequest', 'Datatype', 'Op', 'MPIError'];
 const COLLECTIVES = [

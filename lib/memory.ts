@@ -1,0 +1,46 @@
+/**
+ * MPI_Alloc_mem: memory meant for message buffers.
+ */
+import { describe, fail } from './errors.js';
+import { native } from './native.js';
+
+/**
+ * MPI_Alloc_mem: `bytes` zero-filled bytes that start at a page boundary,
+ * for buffers that carry large messages, as a Uint8Array over a slightly
+ * larger ArrayBuffer. View them as another type with, e.g.,
+ * `new Float64Array(m.buffer, m.byteOffset, m.length / 8)`.
+ *
+ * `new Float64Array(n)` takes its memory from malloc, whose large blocks
+ * start 16 bytes past a page. Both backends move a message from about
+ * 64 KiB between processes on one machine by a single copy, which walks
+ * the buffer page by page and is slower over such a buffer (Open MPI from
+ * C, 1 MiB messages: 1.1–1.2x the time). From 4 MiB on the memory starts
+ * at a 2 MiB boundary and is given transparent huge pages where the kernel
+ * has them (unless `NODEMPI_HUGE_PAGES=0`), which that copy walks faster
+ * still, also for the smaller messages sent from parts of it
+ * (bench/P2P.md).
+ *
+ * Callable at any time, before `init()` and after `finalize()` too. The
+ * memory is an ordinary ArrayBuffer's, freed by the garbage collector (not
+ * the MPI library's MPI_Alloc_mem on the mpi backend; there is no
+ * `freeMem`).
+ *
+ * @param bytes the size, a non-negative integer
+ * @throws MPIError ERR_ARG for a bad `bytes`, ERR_OTHER when the memory
+ *   cannot be had
+ */
+export function allocMem(bytes: number): Uint8Array {
+  if (typeof bytes !== 'number' || !Number.isSafeInteger(bytes) || bytes < 0) {
+    fail('ERR_ARG', 'allocMem', `bytes must be a non-negative integer, got ${describe(bytes)}`);
+  }
+  if (bytes === 0) return new Uint8Array(0);
+  const slack = native.memSlack(bytes);
+  let ab: ArrayBuffer | undefined;
+  try {
+    if (slack > 0) ab = new ArrayBuffer(bytes + slack);
+  } catch {
+    // RangeError: V8 could not have the memory.
+  }
+  if (!ab) fail('ERR_OTHER', 'allocMem', `cannot allocate ${bytes} bytes`);
+  return new Uint8Array(ab, native.placeMem(ab, bytes), bytes);
+}
