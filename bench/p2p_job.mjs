@@ -15,13 +15,20 @@
 // Status (source, tag, byteLength) with what it must be. A transport that
 // moves nothing, or the wrong bytes, stops the job with WRONG RESULT
 // instead of posting a fast number.
+//
+// The buffers come from mpi.allocMem (page-aligned, as the C program's
+// posix_memalign; huge pages from 4 MiB, as numpy's for mpi4py), or with
+// --plain-buffers (this job's own flag) from `new Uint8Array`, whose memory
+// is malloc's: bench/P2P.md compares the two.
 import { performance } from 'node:perf_hooks';
 import {
   ACK_TAG, BW_TAG, LAT_TAG, POISON, fillPattern, parseP2PArgs, patternMismatch,
 } from './lib/p2p.mjs';
 
 const NAME = 'bench/p2p_job.mjs';
-const o = parseP2PArgs(process.argv.slice(2), NAME);
+const args = process.argv.slice(2);
+const plain = args.includes('--plain-buffers');
+const o = parseP2PArgs(args.filter((a) => a !== '--plain-buffers'), NAME);
 const mpi = await import(new URL('../dist/index.js', import.meta.url).href);
 const world = mpi.init();
 const { rank, size } = world;
@@ -133,7 +140,8 @@ try {
     const sizes = isLat ? o.latSizes : o.bwSizes;
     // once per test at the largest size, written through, as the C program
     const max = Math.max(1, ...sizes);
-    const sbuf = new Uint8Array(max), rbuf = new Uint8Array(max);
+    const buffer = () => (plain || !mpi.allocMem ? new Uint8Array(max) : mpi.allocMem(max));
+    const sbuf = buffer(), rbuf = buffer();
     sizes.forEach((bytes, si) => {
       const big = bytes > o.large;
       const skip = isLat ? (big ? o.latSkipLarge : o.latSkip) : (big ? o.bwSkipLarge : o.bwSkip);
