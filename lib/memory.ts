@@ -10,15 +10,15 @@ import { native } from './native.js';
  * larger ArrayBuffer. View them as another type with, e.g.,
  * `new Float64Array(m.buffer, m.byteOffset, m.length / 8)`.
  *
- * `new Float64Array(n)` takes its memory from malloc, whose large blocks
- * start 16 bytes past a page. Both backends move a message from about
- * 64 KiB between processes on one machine by a single copy, which walks
- * the buffer page by page and is slower over such a buffer (Open MPI from
- * C, 1 MiB messages: 1.1–1.2x the time). From 4 MiB on the memory starts
- * at a 2 MiB boundary and is given transparent huge pages where the kernel
- * has them (unless `NODEMPI_HUGE_PAGES=0`), which that copy walks faster
- * still, also for the smaller messages sent from parts of it
- * (bench/P2P.md).
+ * Both backends move a message from about 64 KiB between processes on
+ * one machine by a single copy, which walks the buffer page by page. From
+ * 4 MiB on the memory starts at a 2 MiB boundary and is given transparent
+ * huge pages where the kernel has them (unless `NODEMPI_HUGE_PAGES=0`),
+ * which that copy walks much faster, also for the smaller messages sent
+ * from parts of it: 1 MiB messages on the mpi backend from a 16 MiB
+ * buffer, less than half the time of those from `new Uint8Array`
+ * (bench/P2P.md). `new Float64Array(n)` takes its memory from malloc,
+ * whose large blocks start 16 bytes past a page.
  *
  * Callable at any time, before `init()` and after `finalize()` too. The
  * memory is an ordinary ArrayBuffer's, freed by the garbage collector (not

@@ -1,10 +1,10 @@
 // Memory for message buffers (mpi.allocMem, as MPI_Alloc_mem): a buffer
-// placed at a page boundary inside a larger allocation. malloc's large
-// blocks start 16 bytes past a page, and a single copy between processes
-// (CMA, which both the shm backend and the MPI libraries use from 64 KiB
-// or so) pins and walks a buffer page by page: Open MPI's osu_bw from C at
-// 1 MiB took 1.17x the time with calloc'd buffers as with page-aligned
-// ones (bench/P2P.md).
+// placed at a page boundary inside a larger allocation (malloc's large
+// blocks start 16 bytes past a page), and from kHugePagesFrom on at a huge
+// page boundary with huge pages. A single copy between processes (CMA,
+// which both the shm backend and the MPI libraries use from 64 KiB or so)
+// pins and walks a buffer page by page: over huge pages, 1 MiB messages on
+// the mpi backend took less than half the time (bench/P2P.md).
 #pragma once
 #include <cstddef>
 
