@@ -72,10 +72,13 @@ inline double number_arg(const Napi::CallbackInfo& info, size_t i) {
 
 // A count from JavaScript: a non-negative integer that size_t holds with
 // room to add to (converting a larger double to size_t is undefined).
+// Out of line: the message is built only on this path, not in every caller.
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_not_size(Napi::Env env, const char* call, const char* what) {
+  throw_mpi(env, ErrorClass::COUNT, std::string(call) + ": " + what + " must be a non-negative integer");
+}
+
 inline size_t size_value(Napi::Env env, double d, const char* call, const char* what) {
-  if (!(d >= 0 && d <= double(SIZE_MAX / 2)) || d != double(size_t(d))) {
-    throw_mpi(env, ErrorClass::COUNT, std::string(call) + ": " + what + " must be a non-negative integer");
-  }
+  if (!(d >= 0 && d <= double(SIZE_MAX / 2)) || d != double(size_t(d))) throw_not_size(env, call, what);
   return size_t(d);
 }
 

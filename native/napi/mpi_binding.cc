@@ -89,11 +89,12 @@ constexpr uint32_t kFirstList = 4;
 enum List : int { SEND_COUNTS, SEND_DISPLS, SEND_TYPES, RECV_COUNTS, RECV_DISPLS, RECV_TYPES, LIST_COUNT };
 static_assert(kFirstList + LIST_COUNT <= kArgLists, "room for every list");
 
-MpiBackend& backend(Napi::Env env, const char* call) {
-  State& st = State::of(env);
+MpiBackend& backend(Napi::Env env, State& st, const char* call) {
   if (!st.mpi || !st.mpi->lib) throw_mpi(env, ErrorClass::OTHER, std::string(call) + ": the MPI backend is not open");
   return *st.mpi;
 }
+
+MpiBackend& backend(Napi::Env env, const char* call) { return backend(env, State::of(env), call); }
 
 [[noreturn]] void rethrow(Napi::Env env, const CoreError& e) { throw_mpi(env, e.error_class(), e.what()); }
 
@@ -566,8 +567,9 @@ Bytes block_message(const Napi::CallbackInfo& info, const double* b, const char*
 // mpiSend(view)
 void Send(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  MpiBackend& b = backend(env, "send");
-  const double* k = call_block(env, "send");
+  State& st = State::of(env);
+  MpiBackend& b = backend(env, st, "send");
+  const double* k = st.call_block(env, "send");
   Bytes m = block_message(info, k, "send", "send buffer");
   guarded(env, [&] { b.lib->send(int_slot(k, kComm), m.data, m.length, int_slot(k, kPeer), int_slot(k, kTag)); });
 }
@@ -586,8 +588,9 @@ Napi::Value Isend(const Napi::CallbackInfo& info) {
 // matched; a truncated message fills it before the MPIError.
 void Recv(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  MpiBackend& b = backend(env, "recv");
-  double* k = call_block(env, "recv");
+  State& state = State::of(env);
+  MpiBackend& b = backend(env, state, "recv");
+  double* k = state.call_block(env, "recv");
   Bytes m = block_message(info, k, "recv", "receive buffer");
   const int comm = int_slot(k, kComm), source = int_slot(k, kPeer), tag = int_slot(k, kTag);
   double* st = k + kStatus;

@@ -105,7 +105,7 @@ struct Call {
 
 Call call_of(Napi::Env env, const char* call) {
   State& st = State::of(env);
-  const double* b = call_block(env, call);
+  const double* b = st.call_block(env, call);
   const double h = b[kComm];
   if (!(h >= 0 && h < double(st.contexts.size())) || !st.contexts[size_t(h)]) {
     fail(env, ErrorClass::COMM, call, "the communicator is not valid (freed or finalized)");
@@ -320,8 +320,8 @@ void SetBlock(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-double* call_block(Napi::Env env, const char* call) {
-  double* b = State::of(env).p2p_block.data;
+double* State::call_block(Napi::Env env, const char* call) {
+  double* b = p2p_block.data;
   if (!b) throw_mpi(env, ErrorClass::INTERN, std::string(call) + ": no call block (p2pSetBlock)");
   return b;
 }

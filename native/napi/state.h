@@ -93,11 +93,11 @@ struct State {
   CallBlock p2p_block;
 
   static State& of(Napi::Env env) { return *env.GetInstanceData<State>(); }
-};
 
-// The call block's numbers, for `call`; INTERN when lib has not set it
-// (p2pSetBlock, napi/p2p_binding.cc).
-double* call_block(Napi::Env env, const char* call);
+  // The call block's numbers, for `call`; INTERN when lib has not set it
+  // (p2pSetBlock, napi/p2p_binding.cc).
+  double* call_block(Napi::Env env, const char* call);
+};
 
 void register_runtime(Napi::Env env, Napi::Object exports);
 void register_comm(Napi::Env env, Napi::Object exports);
