@@ -30,17 +30,18 @@ import { native } from './native.js';
  *   cannot be had
  */
 export function allocMem(bytes: number): Uint8Array {
-  if (typeof bytes !== 'number' || !Number.isSafeInteger(bytes) || bytes < 0) {
+  if (!Number.isSafeInteger(bytes) || bytes < 0) {
     fail('ERR_ARG', 'allocMem', `bytes must be a non-negative integer, got ${describe(bytes)}`);
   }
   if (bytes === 0) return new Uint8Array(0);
-  const slack = native.memSlack(bytes);
-  let ab: ArrayBuffer | undefined;
+  // A slack of 0 (no room for it in size_t) fails as too large.
+  const length = bytes + (native.memSlack(bytes) || Infinity);
+  let ab: ArrayBuffer;
   try {
-    if (slack > 0) ab = new ArrayBuffer(bytes + slack);
-  } catch {
-    // RangeError: V8 could not have the memory.
+    ab = new ArrayBuffer(length);
+  } catch (err) {
+    if (!(err instanceof RangeError)) throw err;
+    fail('ERR_OTHER', 'allocMem', `cannot allocate ${bytes} bytes`);
   }
-  if (!ab) fail('ERR_OTHER', 'allocMem', `cannot allocate ${bytes} bytes`);
   return new Uint8Array(ab, native.placeMem(ab, bytes), bytes);
 }

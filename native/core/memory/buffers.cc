@@ -1,6 +1,5 @@
 #include "core/memory/buffers.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -34,19 +33,7 @@ size_t place_buffer(void* data, size_t bytes) {
   const bool huge = wants_huge(bytes);
   const uintptr_t lo = reinterpret_cast<uintptr_t>(data);
   const uintptr_t at = round_up(lo, huge ? kHugePage : page_size());
-#ifdef MADV_HUGEPAGE
-  if (huge) {
-    void* p = reinterpret_cast<void*>(at);
-    const size_t n = round_up(bytes, kHugePage);
-    madvise(p, n, MADV_HUGEPAGE);
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE 25
-#endif
-    // Best effort: before Linux 6.1 (EINVAL), or short of huge pages, the
-    // pages already there stay small until khugepaged gets to them.
-    madvise(p, n, MADV_COLLAPSE);
-  }
-#endif
+  if (huge) make_huge_pages(reinterpret_cast<void*>(at), round_up(bytes, kHugePage));
   return size_t(at - lo);
 }
 

@@ -1,5 +1,6 @@
 #include "core/memory/huge_pages.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +18,25 @@ namespace nodempi::memory {
 namespace {
 
 constexpr size_t kRemembered = 4096;      // buffers whose advice is remembered, then forgotten all at once
+
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+
+// False once the kernel says it has no MADV_COLLAPSE.
+std::atomic<bool> g_collapse{true};
+
+// MADV_COLLAPSE on [at, at + n): false where no huge page is to be had
+// there now. EINVAL is a kernel before 6.1 (khugepaged may still collapse
+// the range later): not tried again anywhere.
+bool collapse(void* at, size_t n) {
+  if (!g_collapse.load(std::memory_order_relaxed)) return true;
+  if (madvise(at, n, MADV_COLLAPSE) == 0) return true;
+  if (errno == EINVAL) g_collapse.store(false, std::memory_order_relaxed);
+  return errno == EINVAL;
+}
+#endif
 
 }  // namespace
 
@@ -53,7 +73,6 @@ void prefer_huge_pages(const void* p, size_t n) {
   };
   static std::mutex mu;
   static std::unordered_map<uintptr_t, Seen> seen;
-  static bool collapse = true;  // false once the kernel says it has no MADV_COLLAPSE
   void* at = reinterpret_cast<void*>(lo);
   std::lock_guard<std::mutex> lk(mu);
   if (seen.size() >= kRemembered) seen.clear();
@@ -64,16 +83,19 @@ void prefer_huge_pages(const void* p, size_t n) {
     madvise(at, hi - lo, MADV_HUGEPAGE);
     return;
   }
-  if (!collapse || s.failed) return;
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE 25
+  // Where no huge page was to be had: not again.
+  if (!s.failed) s.failed = !collapse(at, hi - lo);
+#else
+  (void)p;
+  (void)n;
 #endif
-  if (madvise(at, hi - lo, MADV_COLLAPSE) != 0) {
-    // EINVAL: a kernel before 6.1 (khugepaged may still collapse the range
-    // later); otherwise no huge page to be had here now: not again.
-    if (errno == EINVAL) collapse = false;
-    else s.failed = true;
-  }
+}
+
+void make_huge_pages(void* p, size_t n) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (!huge_pages_on()) return;
+  madvise(p, n, MADV_HUGEPAGE);
+  collapse(p, n);  // best effort: pages already there may stay small
 #else
   (void)p;
   (void)n;

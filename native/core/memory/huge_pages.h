@@ -27,6 +27,12 @@ constexpr size_t kHugePage = size_t(2) << 20;
 // with NODEMPI_HUGE_PAGES=0. Any thread.
 void prefer_huge_pages(const void* p, size_t n);
 
+// Backs [p, p + n), huge-page aligned and whole huge pages, with huge
+// pages: MADV_HUGEPAGE for pages faulted from now on, and MADV_COLLAPSE
+// (Linux 6.1+, best effort) for those already there. Nothing where huge
+// pages are off (huge_pages_on). Any thread.
+void make_huge_pages(void* p, size_t n);
+
 // Whether huge pages are to be asked for at all: not with
 // NODEMPI_HUGE_PAGES=0, nor where transparent huge pages are off ("never")
 // or absent.
