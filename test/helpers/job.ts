@@ -48,14 +48,12 @@ export function mpiCommand(mpi: SystemMpi, np: number, timeoutSec: number, argv:
       env: {},
     };
   }
-  // MPICH keeps its own transports inside the machine: MPICH 4.0 over
-  // UCX 1.13 with TCP alone (MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self) hangs
-  // in MPI_Finalize in some runs at every world size above 1, a plain C
-  // program included (both ranks wait in UCX's endpoint flush and PMI's
-  // barrier; see the issue notes). Open MPI's suite carries the TCP path.
-  // The mpi backend's finalize begins with a barrier, which makes two ranks
-  // safe (test/fixtures/process/late-finalize.mjs); from three the ranks
-  // still leave that barrier far enough apart to hang.
+  // MPICH keeps its own transports inside the machine; Open MPI's suite
+  // carries the TCP path. MPICH 4.0 over UCX 1.13 with TCP alone
+  // (MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self) hangs in MPI_Finalize now and
+  // then, a plain C program included; the mpi backend's finalize avoids it
+  // (native/core/mpi/mpi.cc), which test/mpi/suite.ts's late-finalize
+  // entries check over TCP.
   return {
     cmd: 'mpiexec.mpich',
     argv: ['-n', String(np), ...argv],

@@ -17,6 +17,7 @@
 #include "core/kernels/kernels.h"
 #include "core/mpi/abi.h"
 #include "core/mpi/api.h"
+#include "core/mpi/pmi.h"
 
 namespace nodempi::mpi {
 
@@ -362,6 +363,7 @@ class Library final : public Mpi {
     check(api_.Comm_get_attr(world_, A::kTagUbKeyval, &ub, &has), "init");
     tag_ub_ = has && ub ? *ub : 32767;  // 32767: the least MPI allows
     initialized_ = true;
+    pmi_barrier_ = std::strcmp(A::kName, "MPICH") == 0 && pmi::finalize_needs_barrier(library_version());
     calibrate();
   }
 
@@ -380,18 +382,48 @@ class Library final : public Mpi {
     user_ops_.clear();
     // Communicators are left to MPI_Finalize: freeing one may be collective
     // (MPICH's hierarchical ones), and ranks need not hold the same ones.
-    // A barrier first: MPICH 4.0 over UCX's TCP transport hangs every rank
-    // in MPI_Finalize when one enters it while a peer still waits for a
-    // message it sent eagerly (a non-root's part of a gather), which the
-    // same program in C shows too (bench/BACKENDS.md). After the barrier
-    // two ranks enter MPI_Finalize together (from three, MPICH can still
-    // hang there: upstream). Its error, if any (a rank gone), is
-    // MPI_Finalize's to meet.
-    api_.Barrier(world_);
+    //
+    // MPICH before 4.2 over UCX closes its endpoints in MPI_Finalize, then
+    // waits in PMI's barrier, which progresses nothing. Over TCP a close
+    // needs the peer: UCX 1.13 flushes each connection with a put the peer
+    // acknowledges, and a connection not yet set up both ways waits for the
+    // peer to accept it. A rank whose close waits on a peer already in
+    // PMI's barrier waits for good, and so does every rank: C programs too
+    // (bench/BACKENDS.md). So there every rank first exchanges a byte with
+    // every other, which sets up every connection both ways, then enters
+    // PMI's barrier, after which every rank sends its closes before it
+    // answers any. Elsewhere a barrier keeps the ranks close. An error here
+    // (a rank gone) is MPI_Finalize's to meet.
+    if (pmi_barrier_) {
+      greet_every_rank();
+      pmi::barrier();
+    } else {
+      api_.Barrier(world_);
+    }
     initialized_ = false;
     int done = 0;
     api_.Finalized(&done);
     if (!done) api_.Finalize();
+  }
+
+  // A byte to and from every other rank, on a communicator of its own so
+  // that no receive the program left posted takes one.
+  void greet_every_rank() {
+    Comm c = comm_null_;
+    if (api_.Comm_dup(world_, &c) != 0) return;
+    int n = 0, me = 0;
+    api_.Comm_size(c, &n);
+    api_.Comm_rank(c, &me);
+    std::vector<char> bytes(2 * static_cast<size_t>(n));
+    std::vector<Request> requests(bytes.size(), request_null_);
+    for (int r = 0; r < n; r++) {
+      if (r == me) continue;
+      api_.Irecv(&bytes[size_t(r)], 1, byte_, r, 0, c, &requests[size_t(r)]);
+      api_.Isend(&bytes[size_t(n + r)], 1, byte_, r, 0, c, &requests[size_t(n + r)]);
+    }
+    Status st{};
+    for (Request& q : requests) api_.Wait(&q, &st);
+    api_.Comm_free(&c);
   }
 
   [[noreturn]] void abort(int code) override {
@@ -1289,6 +1321,7 @@ class Library final : public Mpi {
   Message message_null_{};
   int tag_ub_ = 32767;
   bool initialized_ = false;
+  bool pmi_barrier_ = false;  // finalize enters PMI's barrier (pmi.h)
   // Whether persistent collectives run as nonblocking ones started anew each
   // time, even where the library has its own: with
   // NODEMPI_MPI_PERSISTENT=emulate, and on the MPICH ABI, whose persistent
