@@ -2,7 +2,8 @@
 // socket that MPICH's PMI client inherited (PMI_FD), for the one place the
 // library's own barrier comes too late: MPI_Finalize of MPICH before 4.2
 // over UCX (native/core/mpi/mpi.cc, finalize). Hydra's mpiexec and Slurm's
-// srun --mpi=pmi2 both serve this protocol on PMI_FD.
+// srun --mpi=pmi2 both answer it on PMI_FD (test/cluster runs MPICH under
+// both).
 #pragma once
 #include <string_view>
 
