@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -20,11 +19,11 @@ int version_after(std::string_view text, std::string_view key) {
   if (at == std::string_view::npos) return -1;
   at += key.size();
   while (at < text.size() && (text[at] == ' ' || text[at] == '\t')) at++;
-  const char* end = text.data() + text.size();
-  int major = 0, minor = 0;
-  auto [dot, e1] = std::from_chars(text.data() + at, end, major);
-  if (e1 != std::errc() || dot == end || *dot != '.') return -1;
-  if (std::from_chars(dot + 1, end, minor).ec != std::errc()) return -1;
+  int major = 0, minor = 0, digits = 0;
+  while (at < text.size() && text[at] >= '0' && text[at] <= '9') major = major * 10 + (text[at++] - '0'), digits++;
+  if (!digits || at >= text.size() || text[at] != '.') return -1;
+  at++;
+  while (at < text.size() && text[at] >= '0' && text[at] <= '9') minor = minor * 10 + (text[at++] - '0');
   return major * 100 + minor;
 }
 
