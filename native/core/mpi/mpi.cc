@@ -363,7 +363,7 @@ class Library final : public Mpi {
     check(api_.Comm_get_attr(world_, A::kTagUbKeyval, &ub, &has), "init");
     tag_ub_ = has && ub ? *ub : 32767;  // 32767: the least MPI allows
     initialized_ = true;
-    pmi_barrier_ = std::strcmp(A::kName, "MPICH") == 0 && pmi::finalize_needs_barrier(library_version());
+    pmi_barrier_ = pmi::finalize_needs_barrier(library_version());
     calibrate();
   }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -19,11 +20,11 @@ int version_after(std::string_view text, std::string_view key) {
   if (at == std::string_view::npos) return -1;
   at += key.size();
   while (at < text.size() && (text[at] == ' ' || text[at] == '\t')) at++;
-  int major = 0, minor = 0, digits = 0;
-  while (at < text.size() && text[at] >= '0' && text[at] <= '9') major = major * 10 + (text[at++] - '0'), digits++;
-  if (!digits || at >= text.size() || text[at] != '.') return -1;
-  at++;
-  while (at < text.size() && text[at] >= '0' && text[at] <= '9') minor = minor * 10 + (text[at++] - '0');
+  const char* end = text.data() + text.size();
+  int major = 0, minor = 0;
+  auto [dot, e1] = std::from_chars(text.data() + at, end, major);
+  if (e1 != std::errc() || dot == end || *dot != '.') return -1;
+  if (std::from_chars(dot + 1, end, minor).ec != std::errc()) return -1;
   return major * 100 + minor;
 }
 
@@ -57,8 +58,8 @@ bool read_line(int fd, std::string& line) {
 bool finalize_needs_barrier(std::string_view library_version) {
   // MPICH 4.2 moved that barrier before the closes (pmodels/mpich
   // 08d8105b7b: "Having the process stuck in PMI_barrier may prevent other
-  // processes to complete the previous ucp_disconnect_nb"). Versions before 3.4 are
-  // left alone: untried.
+  // processes to complete the previous ucp_disconnect_nb"). Versions before
+  // 3.4 are left alone: untried. Other libraries never say "MPICH Version:".
   if (library_version.find("ch4:ucx") == std::string_view::npos) return false;
   int v = version_after(library_version, "MPICH Version:");
   return v >= 304 && v < 402;
