@@ -36,8 +36,9 @@ export type SystemMpi = (typeof systemMpis)[number];
 
 /**
  * The command that starts `np` ranks of `node script args` under a system
- * MPI, with the launcher's own time limit. Open MPI's ranks talk TCP
- * (loopback only) as between machines.
+ * MPI, with the launcher's own time limit. The ranks talk TCP (loopback
+ * only) as between machines: Open MPI's ob1 over its tcp btl, MPICH's UCX
+ * with TCP alone.
  */
 export function mpiCommand(mpi: SystemMpi, np: number, timeoutSec: number, argv: string[]): { cmd: string; argv: string[]; env: Record<string, string> } {
   if (mpi === 'openmpi') {
@@ -48,15 +49,12 @@ export function mpiCommand(mpi: SystemMpi, np: number, timeoutSec: number, argv:
       env: {},
     };
   }
-  // MPICH keeps its own transports inside the machine; Open MPI's suite
-  // carries the TCP path. MPICH 4.0 over UCX 1.13 with TCP alone
-  // (MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self) hangs in MPI_Finalize now and
-  // then, a plain C program included; the mpi backend's finalize avoids it
-  // (native/core/mpi/mpi.cc), which test/mpi/suite.ts's late-finalize
-  // entries check over TCP.
+  // MPICH 4.0 over UCX 1.13 with TCP alone hung in MPI_Finalize now and
+  // then, C programs too; the mpi backend's finalize avoids it
+  // (native/core/mpi/mpi.cc).
   return {
     cmd: 'mpiexec.mpich',
-    argv: ['-n', String(np), ...argv],
+    argv: ['-n', String(np), '-genv', 'MPIR_CVAR_NOLOCAL', '1', '-genv', 'UCX_TLS', 'tcp,self', ...argv],
     env: { MPIEXEC_TIMEOUT: String(timeoutSec) },
   };
 }
