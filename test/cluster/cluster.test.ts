@@ -7,9 +7,10 @@
  * processorName() names the host (fixtures/mpi/hosts.mjs), then runs a
  * share of the mpi backend's multi-rank fixtures (test/mpi/suite.ts has
  * them all on one host): blocking, nonblocking and persistent
- * collectives, derived datatypes, intercommunicators and object
- * collectives, each under both MPIs, with the exact results the fixtures
- * check. Needs root and Debian's Slurm and MPIs (.ci/run installs them).
+ * collectives, every predefined op on every type (reduce) and user ops,
+ * derived datatypes, split communicators, intercommunicators, object
+ * collectives and point-to-point, each under both MPIs, with the exact
+ * results the fixtures check. Needs root and Debian's Slurm and MPIs (.ci/run installs them).
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,15 +30,17 @@ const datatypes: Fixture = { script: 'derived-datatype-coll/move.mjs', args: ['v
 const intercomm: Fixture = { script: 'comm/intercomm.mjs', args: ['block', 'coll'], name: 'intercomm block coll' };
 const objects: Fixture = { script: 'objects/collectives.mjs', name: 'objects all' };
 const messages: Fixture = { script: 'p2p/messages.mjs', name: 'p2p all' };
+const userop: Fixture = { script: 'ops/userop.mjs', name: 'userop' };
+const split: Fixture = { script: 'comm/split.mjs', args: ['main'], name: 'split main' };
 
 // Each launcher runs the hosts check and a share of the rest, so that
 // every family runs under each MPI and the file stays within minutes on
 // two cores.
 const plan: Record<ClusterLauncher, Fixture[]> = {
-  'mpirun': [hosts, blocking('bcast'), persistent, datatypes, messages],
-  'mpiexec': [hosts, blocking('gather'), nonblocking, intercomm, objects],
-  'srun-pmix': [hosts, nonblocking, intercomm, objects],
-  'srun-pmi2': [hosts, persistent, datatypes, messages],
+  'mpirun': [hosts, blocking('bcast'), blocking('reduce'), persistent, datatypes, split, messages],
+  'mpiexec': [hosts, blocking('gather'), blocking('reduce'), nonblocking, intercomm, userop, objects],
+  'srun-pmix': [hosts, nonblocking, intercomm, userop, objects],
+  'srun-pmi2': [hosts, persistent, datatypes, split, messages],
   'salloc-mpirun': [hosts, blocking('scatter')],
   'sbatch': [hosts, objects],
 };
