@@ -10,7 +10,8 @@
  * collectives, every predefined op on every type (reduce) and user ops,
  * derived datatypes, split communicators, intercommunicators, object
  * collectives and point-to-point, each under both MPIs, with the exact
- * results the fixtures check. Needs root and Debian's Slurm and MPIs (.ci/run installs them).
+ * results the fixtures check. Needs root and Debian's Slurm and MPIs
+ * (.ci/run installs them).
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
