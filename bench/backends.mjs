@@ -6,6 +6,8 @@
 // machine (Open MPI: mpicc.openmpi and mpirun.openmpi; MPICH: mpicc.mpich and
 // mpiexec.mpich), side by side:
 //   c            osu_coll.c built with that library's mpicc -O2, under its launcher
+//   c-funneled   the same initialised at MPI_THREAD_FUNNELED, the level the mpi
+//                backend asks for (only when named in --impl)
 //   mpi4py       osu_coll.py under its launcher, by a python3 whose mpi4py is
 //                built against that library (Debian's: Open MPI only)
 //   nodempi-mpi  bench/nodempi_job.mjs under the library's launcher with
@@ -42,8 +44,9 @@ import { compactJson, loadSummary, repeatJobs, roundPoint, summarize, writeBetwe
 import { ALL_COLLS, COLLS, SIZES, sweepArgv } from './lib/sweep.mjs';
 
 const NODE = process.execPath;
-const IMPLS = ['c', 'mpi4py', 'nodempi-mpi', 'nodempi-mpi-tuned', 'nodempi-shm'];
-const LABELS = { c: 'C', mpi4py: 'mpi4py', 'nodempi-mpi': 'nodempi-mpi', 'nodempi-mpi-tuned': 'nodempi-mpi tuned', 'nodempi-shm': 'nodempi-shm' };
+const IMPLS = ['c', 'c-funneled', 'mpi4py', 'nodempi-mpi', 'nodempi-mpi-tuned', 'nodempi-shm'];
+const DEFAULT_IMPLS = IMPLS.filter((impl) => impl !== 'c-funneled');
+const LABELS = { c: 'C', 'c-funneled': 'C funneled', mpi4py: 'mpi4py', 'nodempi-mpi': 'nodempi-mpi', 'nodempi-mpi-tuned': 'nodempi-mpi tuned', 'nodempi-shm': 'nodempi-shm' };
 // What the nodempi-mpi jobs add to the ranks' environment.
 const NODEMPI_ENV = {
   'nodempi-mpi': { NODEMPI_BACKEND: 'mpi' },
@@ -64,7 +67,7 @@ const TARGET_LIB = 'openmpi', TARGET_NP = 2, SMALL = 65536;
 const JOB_TIMEOUT_S = 600;
 
 const usage = `usage: node bench/backends.mjs [options]
-  --impl a,b         implementations (default: ${IMPLS.join(',')})
+  --impl a,b         implementations (default: ${DEFAULT_IMPLS.join(',')}; also c-funneled)
   --mpi a,b          MPI libraries (default: ${Object.keys(LIBS).join(',')}, those installed)
   --np 2,4           world sizes (default 2)
   --only a,b         collectives (default: ${COLLS.join(',')})
@@ -100,7 +103,7 @@ function options(argv) {
   }, argv);
   const num = (x) => (x === undefined ? null : Number(x));
   const o = {
-    impls: v.impl === undefined ? IMPLS.slice() : list(v.impl), mpis: v.mpi === undefined ? Object.keys(LIBS) : list(v.mpi),
+    impls: v.impl === undefined ? DEFAULT_IMPLS.slice() : list(v.impl), mpis: v.mpi === undefined ? Object.keys(LIBS) : list(v.mpi),
     nps: v.np === undefined ? [2] : list(v.np, Number), colls: v.only === undefined ? COLLS.slice() : list(v.only),
     sizes: v.sizes === undefined ? SIZES.slice() : list(v.sizes, Number), runs: num(v.runs), quick: !!v.quick, tcp: !!v.tcp,
     targetMs: num(v['target-ms']), warmMs: num(v['warm-ms']), idleWait: !v['no-idle-wait'], idleWaitS: num(v['idle-wait-s']) ?? 10, budgetMin: num(v['budget-min']) ?? 20,
@@ -167,6 +170,10 @@ function jobCommand({ mpi: lib, np, impl }, sweep, ctx) {
       const [cmd, args] = launch(lib, np, ctx.tcp);
       return [cmd, [...args, ctx.exe[lib], ...sweep, '--label', 'c']];
     }
+    case 'c-funneled': {
+      const [cmd, args] = launch(lib, np, ctx.tcp);
+      return [cmd, [...args, ctx.exe[lib], ...sweep, '--thread', 'funneled', '--label', 'c-funneled']];
+    }
     case 'mpi4py': {
       const [cmd, args] = launch(lib, np, ctx.tcp);
       return [cmd, [...args, ctx.python, join(BENCH, 'mpi4py', 'osu_coll.py'), ...sweep, '--label', 'mpi4py']];
@@ -217,9 +224,14 @@ function lookup(medians) {
 
 const pointsOf = (config) => config.colls.flatMap((coll) => (coll === 'barrier' ? [0] : config.sizes).map((bytes) => [coll, bytes]));
 
-/** Which implementations apply to a library: mpi4py only where an mpi4py built against it was found. */
+/**
+ * Which implementations a library's table shows: the default ones (— where
+ * not run) and the others run; mpi4py only where an mpi4py built against it
+ * was found.
+ */
 function implsFor(config, lib) {
-  return IMPLS.filter((impl) => impl !== 'mpi4py' || config.mpi4py?.lib === lib);
+  return IMPLS.filter((impl) => (DEFAULT_IMPLS.includes(impl) || config.impls.includes(impl)) &&
+    (impl !== 'mpi4py' || config.mpi4py?.lib === lib));
 }
 
 /**
@@ -304,7 +316,7 @@ function markdown(result) {
   lines.push('');
   for (const lib of config.mpis) {
     const impls = implsFor(config, lib);
-    const ratios = [['nodempi-mpi', 'c'], ['nodempi-mpi-tuned', 'c'], ['nodempi-mpi', 'mpi4py'], ['mpi4py', 'c'], ['nodempi-shm', 'c']]
+    const ratios = [['nodempi-mpi', 'c'], ['nodempi-mpi', 'c-funneled'], ['c-funneled', 'c'], ['nodempi-mpi-tuned', 'c'], ['nodempi-mpi', 'mpi4py'], ['mpi4py', 'c'], ['nodempi-shm', 'c']]
       .filter(([a, b]) => impls.includes(a) && impls.includes(b));
     for (const np of config.nps) {
       const notes = [];
@@ -409,7 +421,7 @@ async function main() {
   const tmp = mkdtempSync(join(os.tmpdir(), 'nodempi-backends-'));
   onInterrupt(() => rmSync(tmp, { recursive: true, force: true }));
   const exe = {};
-  if (o.impls.includes('c')) {
+  if (o.impls.includes('c') || o.impls.includes('c-funneled')) {
     for (const lib of mpis) {
       exe[lib] = join(tmp, `osu_coll_${lib}`);
       try {

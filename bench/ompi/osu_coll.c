@@ -32,6 +32,10 @@
  *   mpirun --allow-run-as-root --oversubscribe -n 2 /tmp/osu_coll \
  *       [--colls a,b] [--sizes 8,64] [--warm-ms 50] [--first-warm-ms 200] [--target-ms 150]
  *       [--max-warm 1000000] [--min-iters 2] [--max-iters 200000] [--label ompi] [--tight 1]
+ *       [--thread single|funneled|serialized|multiple]
+ * --thread initialises with MPI_Init_thread at that level instead of
+ * MPI_Init: Open MPI takes its internal locks at every level above SINGLE,
+ * and nodempi's mpi backend asks for FUNNELED (bench/BACKENDS.md).
  */
 #include <math.h>
 #include <mpi.h>
@@ -240,8 +244,28 @@ static int split_list(char *s, const char **out, int max) {
   return n;
 }
 
+/* The level --thread names, or -1 (MPI_Init) when there is none. Read before
+ * MPI_Init, so apart from the other options. */
+static int thread_level(int argc, char **argv) {
+  static const char *names[] = {"single", "funneled", "serialized", "multiple"};
+  const int levels[] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED, MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (strcmp(argv[i], "--thread")) continue;
+    for (int k = 0; k < 4; k++) if (!strcmp(argv[i + 1], names[k])) return levels[k];
+    fprintf(stderr, "ompi: --thread must be single, funneled, serialized or multiple, not %s\n", argv[i + 1]);
+    exit(2);
+  }
+  return -1;
+}
+
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  const int level = thread_level(argc, argv);
+  if (level < 0) {
+    MPI_Init(&argc, &argv);
+  } else {
+    int provided;
+    MPI_Init_thread(&argc, &argv, level, &provided);
+  }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 

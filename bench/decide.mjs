@@ -1,0 +1,96 @@
+#!/usr/bin/env node
+// Decides issue 20's ratio targets from many fresh-job runs of
+// bench/backends.mjs, where one median per point cannot: on this VM a fresh
+// job's level at a point falls on one of two values 2-4x apart (BACKENDS.md,
+// "Notes on the run above"), so a ratio of two medians of five moves by far
+// more than 5%. Here every point gets the ratio of the medians and a 95%
+// bootstrap interval for it (each implementation's runs resampled on their
+// own, a fixed seed so a report can be reproduced), and a verdict:
+//   met       the whole interval is at or below the bound
+//   not met   the whole interval is above it
+//   undecided the interval holds the bound: the runs do not tell
+//
+//   node bench/decide.mjs RESULTS.json [--mpi openmpi] [--np 2] [--boot 10000]
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { median } from './lib/jobs.mjs';
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    mpi: { type: 'string', default: 'openmpi' },
+    np: { type: 'string', default: '2' },
+    boot: { type: 'string', default: '10000' },
+  },
+});
+if (positionals.length !== 1) {
+  console.error('usage: node bench/decide.mjs RESULTS.json [--mpi openmpi] [--np 2] [--boot 10000]');
+  process.exit(2);
+}
+const results = JSON.parse(readFileSync(positionals[0], 'utf8'));
+const np = Number(values.np), boots = Number(values.boot);
+const SMALL = 64 * 1024;
+
+// mulberry32: a small seeded generator, so that two reports of one file agree.
+function random(seed) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function resampledMedian(xs, rand) {
+  return median(Array.from(xs, () => xs[Math.floor(rand() * xs.length)]));
+}
+
+// 2.5th and 97.5th percentiles of median(a) / median(b) over resamples.
+function interval(a, b, rand) {
+  const ratios = Array.from({ length: boots }, () => resampledMedian(a, rand) / resampledMedian(b, rand));
+  ratios.sort((x, y) => x - y);
+  return [ratios[Math.floor(0.025 * boots)], ratios[Math.ceil(0.975 * boots) - 1]];
+}
+
+const runsOf = new Map();
+for (const m of results.medians) {
+  if (m.np !== np || (m.mpi !== values.mpi && m.impl !== 'nodempi-shm')) continue;
+  runsOf.set(`${m.impl} ${m.coll} ${m.bytes}`, m.runs_us);
+}
+const points = [...new Set(results.medians.filter((m) => m.np === np).map((m) => `${m.coll} ${m.bytes}`))];
+
+const fmtSize = (b) => (b === 0 ? '—' : b >= 1 << 20 ? `${b / (1 << 20)} MiB` : b >= 1024 ? `${b / 1024} KiB` : `${b} B`);
+const fmt = (x) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+
+const targets = [
+  { name: 'nodempi-mpi within 5% of C from 64 KiB up', ref: 'c', bound: 1.05, pick: (bytes) => bytes >= SMALL },
+  { name: 'nodempi-mpi at or below mpi4py at every point', ref: 'mpi4py', bound: 1.0, pick: () => true },
+  // Not the issue's: the same bound against C at the mpi backend's thread
+  // level, where Open MPI takes the same locks (bench/backends.mjs --impl c-funneled).
+  { name: 'nodempi-mpi within 5% of C at MPI_THREAD_FUNNELED from 64 KiB up', ref: 'c-funneled', bound: 1.05, pick: (bytes) => bytes >= SMALL },
+];
+
+const rand = random(20);
+for (const t of targets) {
+  const rows = [];
+  const tally = { met: 0, 'not met': 0, undecided: 0 };
+  for (const p of points) {
+    const [coll, bytesText] = p.split(' ');
+    const bytes = Number(bytesText);
+    if (!t.pick(bytes)) continue;
+    const a = runsOf.get(`nodempi-mpi ${p}`), b = runsOf.get(`${t.ref} ${p}`);
+    if (!a?.length || !b?.length) continue;
+    const ratio = median(a) / median(b);
+    const [lo, hi] = interval(a, b, rand);
+    const verdict = hi <= t.bound ? 'met' : lo > t.bound ? 'not met' : 'undecided';
+    tally[verdict]++;
+    rows.push(`| ${coll} | ${fmtSize(bytes)} | ${a.length}, ${b.length} | ${fmt(median(a))} | ${fmt(median(b))} | ` +
+      `${ratio.toFixed(2)} | ${lo.toFixed(2)}–${hi.toFixed(2)} | ${(Math.min(...a) / Math.min(...b)).toFixed(2)} | ${verdict} |`);
+  }
+  if (!rows.length) continue;
+  console.log(`\n**${t.name}** (${values.mpi}, ${np} ranks): met at ${tally.met}, not met at ${tally['not met']}, ` +
+    `undecided at ${tally.undecided} of ${rows.length} points\n`);
+  console.log(`| collective | size | runs | nodempi-mpi µs | ${t.ref} µs | ratio of medians | 95% interval | ratio of minima | verdict |`);
+  console.log('|---|--:|--:|--:|--:|--:|--:|--:|---|');
+  for (const r of rows) console.log(r);
+}
