@@ -13,7 +13,7 @@
 //   node bench/decide.mjs RESULTS.json [--mpi openmpi] [--np 2] [--boot 10000]
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { median } from './lib/jobs.mjs';
+import { fmtSize, fmtUs, median } from './lib/jobs.mjs';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -52,15 +52,10 @@ function interval(a, b, rand) {
   return [ratios[Math.floor(0.025 * boots)], ratios[Math.ceil(0.975 * boots) - 1]];
 }
 
-const runsOf = new Map();
-for (const m of results.medians) {
-  if (m.np !== np || (m.mpi !== values.mpi && m.impl !== 'nodempi-shm')) continue;
-  runsOf.set(`${m.impl} ${m.coll} ${m.bytes}`, m.runs_us);
-}
-const points = [...new Set(results.medians.filter((m) => m.np === np).map((m) => `${m.coll} ${m.bytes}`))];
-
-const fmtSize = (b) => (b === 0 ? '—' : b >= 1 << 20 ? `${b / (1 << 20)} MiB` : b >= 1024 ? `${b / 1024} KiB` : `${b} B`);
-const fmt = (x) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+// This library's and world size's runs, by implementation and point.
+const ours = results.medians.filter((m) => m.np === np && m.mpi === values.mpi);
+const runsOf = new Map(ours.map((m) => [`${m.impl} ${m.coll} ${m.bytes}`, m.runs_us]));
+const points = [...new Map(ours.map((m) => [`${m.coll} ${m.bytes}`, m])).values()];
 
 const targets = [
   { name: 'nodempi-mpi within 5% of C from 64 KiB up', ref: 'c', bound: 1.05, pick: (bytes) => bytes >= SMALL },
@@ -74,17 +69,15 @@ const rand = random(20);
 for (const t of targets) {
   const rows = [];
   const tally = { met: 0, 'not met': 0, undecided: 0 };
-  for (const p of points) {
-    const [coll, bytesText] = p.split(' ');
-    const bytes = Number(bytesText);
+  for (const { coll, bytes } of points) {
     if (!t.pick(bytes)) continue;
-    const a = runsOf.get(`nodempi-mpi ${p}`), b = runsOf.get(`${t.ref} ${p}`);
+    const a = runsOf.get(`nodempi-mpi ${coll} ${bytes}`), b = runsOf.get(`${t.ref} ${coll} ${bytes}`);
     if (!a?.length || !b?.length) continue;
     const ratio = median(a) / median(b);
     const [lo, hi] = interval(a, b, rand);
     const verdict = hi <= t.bound ? 'met' : lo > t.bound ? 'not met' : 'undecided';
     tally[verdict]++;
-    rows.push(`| ${coll} | ${fmtSize(bytes)} | ${a.length}, ${b.length} | ${fmt(median(a))} | ${fmt(median(b))} | ` +
+    rows.push(`| ${coll} | ${fmtSize(bytes)} | ${a.length}, ${b.length} | ${fmtUs(median(a))} | ${fmtUs(median(b))} | ` +
       `${ratio.toFixed(2)} | ${lo.toFixed(2)}–${hi.toFixed(2)} | ${(Math.min(...a) / Math.min(...b)).toFixed(2)} | ${verdict} |`);
   }
   if (!rows.length) continue;
