@@ -4,7 +4,8 @@
  * the ways cluster users start theirs. Every command runs "on" the first
  * host (on-host.sh), as a user logged in there would type it.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -60,6 +61,7 @@ export async function up(): Promise<Bed> {
       bed.ns[a] = b;
     }
   }
+  mkdirSync(jobsDir(bed), { recursive: true });
   return bed;
 }
 
@@ -147,7 +149,43 @@ export async function runOnCluster(bed: Bed, how: ClusterLauncher, np: number, s
   const job = clusterJob(bed, how, np, timeoutSec, script, args);
   const r = await onHostRun(bed, bed.hosts[0]!, job.argv, { ...job.env, ...opts.env }, (timeoutSec + 60) * 1000);
   if (how === 'sbatch') r.stdout += sbatchLog(bed, r.stdout);
+  r.stderr += crashReport(bed, r);
   return r;
+}
+
+/**
+ * Where every command on the bed runs, on every host (the state directory
+ * is shared): the launchers start their ranks in the directory they were
+ * started from, so a rank that crashes leaves its core file here (on-host.sh
+ * lifts the core size limit; the kernel's default core_pattern, "core",
+ * names a file in the working directory).
+ */
+export function jobsDir(bed: Bed): string {
+  return join(bed.state, 'jobs');
+}
+
+/**
+ * The stack of each core file a crashed rank of job `r` left in jobsDir (gdb;
+ * each core removed once read), so that a segfault in a CI run says where
+ * it happened; '' when there is none. A crash without a core says where
+ * the kernel put it instead.
+ */
+export function crashReport(bed: Bed, r: JobResult): string {
+  const cores = readdirSync(jobsDir(bed)).filter((f) => /^core(\.\d+)?$/.test(f));
+  let out = '';
+  for (const f of cores) {
+    const core = join(jobsDir(bed), f);
+    const gdb = ['-batch', '-nx', '-iex', 'set print thread-events off', '-ex', 'info threads', '-ex', 'bt 40'];
+    const g = spawnSync('gdb', [...gdb, process.execPath, core], { encoding: 'utf8', timeout: 120_000, maxBuffer: 1 << 24 });
+    // Without its warnings (mapped files the core names that are gone).
+    const said = (g.stdout + g.stderr).split('\n').filter((l) => !l.startsWith('warning: ')).join('\n');
+    out += `\n--- ${f}, a crashed rank's core: gdb says\n${g.error ? g.error.message : said}`;
+    rmSync(core, { force: true });
+  }
+  if (!cores.length && /Segmentation fault|signal 11\b/.test(r.stdout + r.stderr)) {
+    out += `\n--- no core file in ${jobsDir(bed)} (kernel.core_pattern: ${readFileSync('/proc/sys/kernel/core_pattern', 'utf8').trim()})`;
+  }
+  return out;
 }
 
 /**
@@ -170,7 +208,7 @@ export function onHostRun(bed: Bed, host: string, argv: string[], env: Record<st
 
 /** onHostRun that returns at once, with the output so far readable. */
 export function onHostStart(bed: Bed, host: string, argv: string[], env: Record<string, string> = {}, limitMs = 120_000): Started {
-  return start(onHost, [host, ...argv], { env: { SLURM_CONF: bed.slurmConf ?? '', ...env }, limitMs, detached: true });
+  return start(onHost, [host, ...argv], { env: { SLURM_CONF: bed.slurmConf ?? '', ...env }, limitMs, detached: true, cwd: jobsDir(bed) });
 }
 
 /** Sets the link of `host` (its eth0) down or up, as a pulled cable would. */

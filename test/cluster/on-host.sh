@@ -9,7 +9,8 @@
 #     back at its path, so every host sees the project as on a shared file
 #     system;
 #   - a sysfs of its network namespace, with the cgroup tree carried over
-#     (slurmd does not start without it).
+#     (slurmd does not start without it);
+#   - no limit on the size of core files.
 # Arguments pass through unchanged.
 . "$(dirname "$0")/env.sh"
 h=$1; shift
@@ -30,4 +31,7 @@ exec nsenter --net="/run/netns/$ns" unshare --mount --uts --propagation private 
   case "$repo" in /tmp/*) mkdir -p "$repo"; mount --move "$keep/repo" "$repo"; rmdir "$keep/repo" ;; esac
   rmdir "$keep"
   hostname "$h"
+  # A rank that crashes leaves a core file (bed.ts reads it): Slurm passes
+  # the limit on to its tasks, the MPI launchers to theirs.
+  ulimit -c unlimited 2>/dev/null || :
   exec "$@"' on-host "$h" "$CLUSTER_STATE" "$repo" "$@"
