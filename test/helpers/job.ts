@@ -29,7 +29,7 @@ export function alternate(i: number, a: number, b: number): number {
  * How a job is started: `nodempi`, the package's launcher (the shm
  * backend), or a system MPI's launcher (the mpi backend over that library).
  */
-export type Launcher = 'nodempi' | 'openmpi' | 'mpich';
+export type Launcher = 'nodempi' | 'openmpi' | 'mpich' | 'openmpi-sm';
 /** The system MPIs the mpi backend's suites run under (CI installs both). */
 export const systemMpis = ['openmpi', 'mpich'] as const;
 export type SystemMpi = (typeof systemMpis)[number];
@@ -38,9 +38,19 @@ export type SystemMpi = (typeof systemMpis)[number];
  * The command that starts `np` ranks of `node script args` under a system
  * MPI, with the launcher's own time limit. The ranks talk TCP (loopback
  * only) as between machines: Open MPI's ob1 over its tcp btl, MPICH's UCX
- * with TCP alone.
+ * with TCP alone; 'openmpi-sm' leaves Open MPI its defaults.
  */
-export function mpiCommand(mpi: SystemMpi, np: number, timeoutSec: number, argv: string[]): { cmd: string; argv: string[]; env: Record<string, string> } {
+export function mpiCommand(mpi: SystemMpi | 'openmpi-sm', np: number, timeoutSec: number, argv: string[]):
+  { cmd: string; argv: string[]; env: Record<string, string> } {
+  if (mpi === 'openmpi-sm') {
+    // Open MPI's own choice within one machine, as `mpirun -n 4 node
+    // app.js` on one node runs: ob1 over its shared memory (vader).
+    return {
+      cmd: 'mpirun.openmpi',
+      argv: ['--allow-run-as-root', '--oversubscribe', '--timeout', String(timeoutSec), '-n', String(np), ...argv],
+      env: {},
+    };
+  }
   if (mpi === 'openmpi') {
     return {
       cmd: 'mpirun.openmpi',

@@ -1,0 +1,33 @@
+/**
+ * The mpi backend over Open MPI as it runs on one machine by default: ob1
+ * over its shared memory (the vader btl, single copies by CMA), which the
+ * suites (suite.ts, TCP as between machines) never reach and which a
+ * user's `mpirun -n 4 node app.js`, or the ranks of one host under srun,
+ * use. A share of the fixtures, every one at 2 and 4 ranks (at 4, on CI's
+ * 2 cores, the ranks share cores as they wait in the library's polling);
+ * the large ones move single copies between the processes' heaps.
+ */
+import { describe, it } from 'vitest';
+
+import { expectPassed, runJob } from '../helpers/job.js';
+
+const entries: { script: string; args?: string[]; name: string }[] = [
+  { script: 'vector-coll/large.mjs', name: 'vcoll large' },
+  { script: 'nonblocking/kinds.mjs', args: ['0,7,1500'], name: 'nonblocking kinds' },
+  { script: 'nonblocking/persistent.mjs', args: ['50'], name: 'persistent' },
+  { script: 'comm/intercomm.mjs', args: ['block', 'coll'], name: 'intercomm block coll' },
+  { script: 'p2p/messages.mjs', name: 'p2p all' },
+  { script: 'p2p/messages.mjs', args: ['large'], name: 'p2p large' },
+  { script: 'objects/collectives.mjs', name: 'objects all' },
+];
+
+for (const e of entries) {
+  describe(`${e.script} ${(e.args ?? []).join(' ')}`, () => {
+    for (const np of [2, 4]) {
+      it(`under Open MPI's shared memory at np=${np}`, async () => {
+        const r = await runJob(np, e.script, e.args ?? [], { launcher: 'openmpi-sm', timeoutSec: 120 });
+        expectPassed(r, { name: e.name, np });
+      });
+    }
+  });
+}
