@@ -40,6 +40,7 @@ import {
   usageError, which,
 } from './lib/jobs.mjs';
 import { latencySvg } from './lib/plot.mjs';
+import { TARGETS } from './lib/targets.mjs';
 import { compactJson, loadSummary, repeatJobs, roundPoint, summarize, writeBetweenMarkers } from './lib/repeat.mjs';
 import { ALL_COLLS, COLLS, SIZES, sweepArgv } from './lib/sweep.mjs';
 
@@ -63,7 +64,7 @@ const LIBS = {
   },
 };
 // The issue's targets are stated for this library and world size.
-const TARGET_LIB = 'openmpi', TARGET_NP = 2, SMALL = 65536;
+const TARGET_LIB = 'openmpi', TARGET_NP = 2;
 const JOB_TIMEOUT_S = 600;
 
 const usage = `usage: node bench/backends.mjs [options]
@@ -241,14 +242,9 @@ function implsFor(config, lib) {
  */
 function targets(config, medians) {
   const get = lookup(medians);
-  const list = [
-    { target: `nodempi-mpi at most 2x C, barrier and sizes below ${fmtSize(SMALL)}`, ref: 'c',
-      pick: (b) => b < SMALL, ok: (a, r) => a <= 2 * r },
-    { target: `nodempi-mpi within 5% of C from ${fmtSize(SMALL)} up`, ref: 'c', pick: (b) => b >= SMALL, ok: (a, r) => a <= 1.05 * r },
-    { target: 'nodempi-mpi at or below mpi4py at every point', ref: 'mpi4py', pick: () => true, ok: (a, r) => a <= r },
-  ];
   const ran = config.mpis.includes(TARGET_LIB) && config.nps.includes(TARGET_NP);
-  return list.map(({ target, ref, pick, ok }) => {
+  return TARGETS.map(({ name: target, ref, bound, pick }) => {
+    const ok = (a, r) => a <= bound * r;
     const pts = pointsOf(config).filter(([, b]) => pick(b));
     const rows = pts.map(([coll, bytes]) => {
       const a = get(TARGET_LIB, TARGET_NP, 'nodempi-mpi', coll, bytes), r = get(TARGET_LIB, TARGET_NP, ref, coll, bytes);
