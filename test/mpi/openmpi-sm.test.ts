@@ -18,7 +18,6 @@ const entries: { script: string; args?: string[]; name: string }[] = [
   { script: 'comm/intercomm.mjs', args: ['block', 'coll'], name: 'intercomm block coll' },
   { script: 'p2p/messages.mjs', name: 'p2p all' },
   { script: 'p2p/messages.mjs', args: ['large'], name: 'p2p large' },
-  { script: 'objects/collectives.mjs', name: 'objects all' },
 ];
 
 for (const e of entries) {
