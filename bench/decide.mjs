@@ -11,6 +11,11 @@
 //   undecided the interval holds the bound: the runs do not tell
 //
 //   node bench/decide.mjs RESULTS.json [--mpi openmpi] [--np 2] [--boot 10000]
+//
+// With --vs REF [--impl A] [--bound X] it decides one bound instead, "A at
+// most X times REF at every point" (default A nodempi-mpi, X 1), on any
+// results file of repeated jobs: bench/run.mjs's too (no --mpi there), e.g.
+//   node bench/decide.mjs results/partial.json --np 4 --impl nodempi --vs ompi-yield
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { fmtSize, fmtUs, median } from './lib/jobs.mjs';
@@ -22,14 +27,17 @@ const { values, positionals } = parseArgs({
     mpi: { type: 'string', default: 'openmpi' },
     np: { type: 'string', default: '2' },
     boot: { type: 'string', default: '10000' },
+    impl: { type: 'string', default: 'nodempi-mpi' },
+    vs: { type: 'string' },
+    bound: { type: 'string', default: '1' },
   },
 });
 if (positionals.length !== 1) {
-  console.error('usage: node bench/decide.mjs RESULTS.json [--mpi openmpi] [--np 2] [--boot 10000]');
+  console.error('usage: node bench/decide.mjs RESULTS.json [--mpi openmpi] [--np 2] [--boot 10000] [--vs REF [--impl A] [--bound X]]');
   process.exit(2);
 }
 const results = JSON.parse(readFileSync(positionals[0], 'utf8'));
-const np = Number(values.np), boots = Number(values.boot);
+const np = Number(values.np), boots = Number(values.boot), impl = values.impl;
 
 // mulberry32: a small seeded generator, so that two reports of one file agree.
 function random(seed) {
@@ -53,12 +61,16 @@ function interval(a, b, rand) {
 }
 
 // This library's and world size's runs, by implementation and point.
-const ours = results.medians.filter((m) => m.np === np && m.mpi === values.mpi);
+// (bench/run.mjs's files name no library.)
+const ours = results.medians.filter((m) => m.np === np && (m.mpi === undefined || m.mpi === values.mpi));
+const where = ours[0]?.mpi === undefined ? `${np} ranks` : `${values.mpi}, ${np} ranks`;
 const runsOf = new Map(ours.map((m) => [`${m.impl} ${m.coll} ${m.bytes}`, m.runs_us]));
 const points = [...new Map(ours.map((m) => [`${m.coll} ${m.bytes}`, m])).values()];
 
 const [below2x, within5, mpi4py] = TARGETS;
-const targets = [
+const targets = values.vs ? [
+  { name: `${impl} at most ${values.bound}x ${values.vs} at every point`, ref: values.vs, bound: Number(values.bound), pick: () => true },
+] : [
   within5, mpi4py,
   // Not the issue's: the same bound against C at the mpi backend's thread
   // level, where Open MPI takes the same locks (bench/backends.mjs --impl c-funneled).
@@ -74,7 +86,7 @@ for (const t of targets) {
   const tally = { met: 0, 'not met': 0, undecided: 0 };
   for (const { coll, bytes } of points) {
     if (!t.pick(bytes)) continue;
-    const a = runsOf.get(`nodempi-mpi ${coll} ${bytes}`), b = runsOf.get(`${t.ref} ${coll} ${bytes}`);
+    const a = runsOf.get(`${impl} ${coll} ${bytes}`), b = runsOf.get(`${t.ref} ${coll} ${bytes}`);
     if (!a?.length || !b?.length) continue;
     const ratio = median(a) / median(b);
     const [lo, hi] = interval(a, b, rand);
@@ -84,9 +96,9 @@ for (const t of targets) {
       `${ratio.toFixed(2)} | ${lo.toFixed(2)}–${hi.toFixed(2)} | ${(Math.min(...a) / Math.min(...b)).toFixed(2)} | ${verdict} |`);
   }
   if (!rows.length) continue;
-  console.log(`\n**${t.name}** (${values.mpi}, ${np} ranks): met at ${tally.met}, not met at ${tally['not met']}, ` +
+  console.log(`\n**${t.name}** (${where}): met at ${tally.met}, not met at ${tally['not met']}, ` +
     `undecided at ${tally.undecided} of ${rows.length} points\n`);
-  console.log(`| collective | size | runs | nodempi-mpi µs | ${t.ref} µs | ratio of medians | 95% interval | ratio of minima | verdict |`);
+  console.log(`| collective | size | runs | ${impl} µs | ${t.ref} µs | ratio of medians | 95% interval | ratio of minima | verdict |`);
   console.log('|---|--:|--:|--:|--:|--:|--:|--:|---|');
   for (const r of rows) console.log(r);
 }
