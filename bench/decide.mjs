@@ -14,8 +14,10 @@
 //
 // With --vs REF [--impl A] [--bound X] it decides one bound instead, "A at
 // most X times REF at every point" (default A nodempi-mpi, X 1), on any
-// results file of repeated jobs: bench/run.mjs's too (no --mpi there), e.g.
+// results file of repeated jobs: bench/run.mjs's and core_latency.mjs's too
+// (no --mpi there), e.g.
 //   node bench/decide.mjs results/partial.json --np 4 --impl nodempi --vs ompi-yield
+//   node bench/decide.mjs results/core-latency-tight.json --impl nodempi --vs ompi --bound 1.2
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { fmtSize, fmtUs, median } from './lib/jobs.mjs';
@@ -61,8 +63,12 @@ function interval(a, b, rand) {
 }
 
 // This library's and world size's runs, by implementation and point.
-// (bench/run.mjs's files name no library.)
-const ours = results.medians.filter((m) => m.np === np && (m.mpi === undefined || m.mpi === values.mpi));
+// bench/core_latency.mjs's files keep each implementation's runs by
+// collective instead (one size; barrier has none); bench/run.mjs's name no library.
+const entries = results.medians ?? Object.entries(results.us).flatMap(([name, byColl]) =>
+  Object.entries(byColl).map(([coll, runs]) =>
+    ({ np: results.options.np, impl: name, coll, bytes: coll === 'barrier' ? 0 : results.options.bytes ?? 8, runs_us: runs })));
+const ours = entries.filter((m) => m.np === np && (m.mpi === undefined || m.mpi === values.mpi));
 const where = ours[0]?.mpi === undefined ? `${np} ranks` : `${values.mpi}, ${np} ranks`;
 const runsOf = new Map(ours.map((m) => [`${m.impl} ${m.coll} ${m.bytes}`, m.runs_us]));
 const points = [...new Map(ours.map((m) => [`${m.coll} ${m.bytes}`, m])).values()];
