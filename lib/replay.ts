@@ -71,6 +71,10 @@ interface Calls {
 /** One communicator's replays: the last few argument lists of each collective. */
 export class Replays {
   #byName = new Map<string, Calls>();
+  // The collective of the last call and its Calls: a loop of one
+  // collective finds them without hashing its name at every call.
+  #lastName = '';
+  #lastCalls: Calls | undefined = undefined;
   // The entry the last replay() matched or added (null: not replayable), for
   // recorded() right after.
   #last: Entry | null = null;
@@ -90,7 +94,14 @@ export class Replays {
     // apart from the rest (#search): until V8 optimizes, every call costs,
     // and then it compiles whole what it inlines, on a thread that takes a
     // core from the ranks (bench/WARMUP.md).
-    const calls = this.#byName.get(name);
+    let calls = this.#lastCalls;
+    if (name !== this.#lastName) {
+      calls = this.#byName.get(name);
+      if (calls !== undefined) {
+        this.#lastName = name;
+        this.#lastCalls = calls;
+      }
+    }
     let id: number;
     if (calls !== undefined && calls.pause === 0 && calls.entries.length !== 0 &&
         same(calls.entries[calls.entries.length - 1]!, n, a0, a1, a2, a3)) {
@@ -173,6 +184,8 @@ export class Replays {
   clear(): void {
     for (const calls of this.#byName.values()) calls.entries.forEach(free);
     this.#byName.clear();
+    this.#lastName = '';
+    this.#lastCalls = undefined;
     this.#last = null;
   }
 }
