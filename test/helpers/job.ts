@@ -40,7 +40,7 @@ export type SystemMpi = (typeof systemMpis)[number];
  * only) as between machines: Open MPI's ob1 over its tcp btl, MPICH's UCX
  * with TCP alone; 'openmpi-sm' leaves Open MPI its defaults.
  */
-export function mpiCommand(mpi: SystemMpi | 'openmpi-sm', np: number, timeoutSec: number, argv: string[]):
+export function mpiCommand(mpi: Exclude<Launcher, 'nodempi'>, np: number, timeoutSec: number, argv: string[]):
   { cmd: string; argv: string[]; env: Record<string, string> } {
   if (mpi === 'openmpi-sm') {
     // Open MPI's own choice within one machine, as `mpirun -n 4 node

@@ -7,26 +7,13 @@
  * 2 cores, the ranks share cores as they wait in the library's polling);
  * the large ones move single copies between the processes' heaps.
  */
-import { describe, it } from 'vitest';
+import { runEntries } from './suite.js';
 
-import { expectPassed, runJob } from '../helpers/job.js';
-
-const entries: { script: string; args?: string[]; name: string }[] = [
+runEntries([
   { script: 'vector-coll/large.mjs', name: 'vcoll large' },
   { script: 'nonblocking/kinds.mjs', args: ['0,7,1500'], name: 'nonblocking kinds' },
   { script: 'nonblocking/persistent.mjs', args: ['50'], name: 'persistent' },
   { script: 'comm/intercomm.mjs', args: ['block', 'coll'], name: 'intercomm block coll' },
   { script: 'p2p/messages.mjs', name: 'p2p all' },
   { script: 'p2p/messages.mjs', args: ['large'], name: 'p2p large' },
-];
-
-for (const e of entries) {
-  describe(`${e.script} ${(e.args ?? []).join(' ')}`, () => {
-    for (const np of [2, 4]) {
-      it(`under Open MPI's shared memory at np=${np}`, async () => {
-        const r = await runJob(np, e.script, e.args ?? [], { launcher: 'openmpi-sm', timeoutSec: 120 });
-        expectPassed(r, { name: e.name, np });
-      });
-    }
-  });
-}
+], 'openmpi-sm', () => [2, 4]);

@@ -11,9 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'vitest';
 
-import { alternate, expectPassed, runJob, type SystemMpi } from '../helpers/job.js';
+import { alternate, expectPassed, runJob, type Launcher, type SystemMpi } from '../helpers/job.js';
 
-interface Entry {
+export interface Entry {
   /** Rank script under test/fixtures. */
   script: string;
   args?: string[];
@@ -108,14 +108,19 @@ export function sizesOf(i: number, mpi: SystemMpi): number[] {
 
 /** Every entry under `mpi`'s launcher. */
 export function mpiSuite(mpi: SystemMpi): void {
-  for (const [i, e] of entries.entries()) {
+  runEntries(entries, mpi, (i, e) => e.sizes ?? sizesOf(i, mpi));
+}
+
+/** Entries `list` under `launcher`, entry i at the world sizes `sizes(i, entry)`. */
+export function runEntries(list: Entry[], launcher: Exclude<Launcher, 'nodempi'>, sizes: (i: number, e: Entry) => number[]): void {
+  for (const [i, e] of list.entries()) {
     describe(`${e.script} ${(e.args ?? []).join(' ')}${e.env ? ` ${Object.entries(e.env).map(([k, v]) => `${k}=${v}`).join(' ')}` : ''}`, () => {
-      for (const np of e.sizes ?? sizesOf(i, mpi)) {
-        it(`under ${mpi} at np=${np}`, async () => {
+      for (const np of sizes(i, e)) {
+        it(`under ${launcher} at np=${np}`, async () => {
           const dir = e.dir ? mkdtempSync(join(tmpdir(), 'nodempi-mpi-')) : null;
           try {
             const args = [...(e.args ?? []), ...(dir ? [dir] : [])];
-            const r = await runJob(np, e.script, args, { launcher: mpi, env: e.env, timeoutSec: e.timeoutSec ?? 120 });
+            const r = await runJob(np, e.script, args, { launcher, env: e.env, timeoutSec: e.timeoutSec ?? 120 });
             expectPassed(r, { name: e.name, np });
           } finally {
             if (dir) rmSync(dir, { recursive: true, force: true });
