@@ -129,7 +129,10 @@ try {
   }
   sections[o.tight ? 'tight' : 'per-call'] = `${L.join('\n')}\n`;
   const body = ['per-call', 'tight'].filter((k) => sections[k]).map((k) => `<!-- ${k}:start -->\n${sections[k]}<!-- ${k}:end -->\n`);
-  writeFileSync(file, `${intro.join('\n')}\n${body.join('\n')}`);
+  // What follows the sections is written by hand (decisions, notes): kept.
+  const lastEnd = old.lastIndexOf(':end -->');
+  const notes = lastEnd < 0 ? '' : old.slice(old.indexOf('\n', lastEnd) + 1);
+  writeFileSync(file, `${intro.join('\n')}\n${body.join('\n')}${notes}`);
   mkdirSync(join(BENCH, 'results'), { recursive: true });
   writeFileSync(join(BENCH, 'results', o.tight ? 'core-latency-tight.json' : 'core-latency.json'), JSON.stringify({ options: o, us, rows }, null, 1) + '\n');
   console.log(L.slice(-rows.length - 2).join('\n'));
