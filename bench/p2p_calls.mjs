@@ -68,7 +68,7 @@ function time(f) {
 const results = {};
 // api first, with shm.ts's block; then the addon loop's own.
 for (const name of Object.keys(ways)) {
-  if (name === 'addon') native.p2pSetBlock(block.buffer);
+  if (name === 'addon') native.setCallBlock(block.buffer);
   const f = ways[name];
   f();
   f();

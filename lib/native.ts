@@ -18,6 +18,8 @@ type List = number | Float64Array;
 
 export interface NativeAddon {
   setErrorFactory(make: (errorClass: number, message: string, cause?: unknown) => Error): void;
+  /** The call block (lib/block.ts): 8 doubles, kept until exit. */
+  setCallBlock(buffer: ArrayBuffer): void;
   /** Attach to the job (fd from the launcher) or start a singleton (fd -1). */
   init(rank: number, size: number, fd: number): void;
   finalize(): void;
@@ -88,7 +90,7 @@ export interface NativeAddon {
     recvBytes: List, count: number, type: number, op: number, user: UserOpSpec | undefined, kind: number, mode: number): number | undefined;
 
   // point-to-point (lib/p2p/shm.ts). The numbers of a call are in the call
-  // block (lib/p2p/block.ts) set once by p2pSetBlock (8 doubles; native/napi/p2p_binding.cc):
+  // block (lib/block.ts; the layout in native/napi/p2p_binding.cc):
   // [0] the communicator, [1] the byte count; a send's [2] peer, [3] tag,
   // [4] self; a blocking receive's envelope and then status at [4..7].
   // `peer` is a rank's index in the communicator's context (on an
@@ -99,7 +101,6 @@ export interface NativeAddon {
   // tag, first, count], source -1 for ANY_SOURCE and tag -1 for ANY_TAG; it
   // gives up with ERR_PROC_FAILED once the members [first, first + count)
   // of the context that could send its message have all gone.
-  p2pSetBlock(buffer: ArrayBuffer): void;
   /** Standard-mode send; returns once the message is in the ring. */
   p2pSend(buf: View): void;
   /** The same, nonblocking: a request id of the progress engine. */
@@ -130,8 +131,13 @@ export interface NativeAddon {
   /** A new round of a persistent request: its request id. */
   start(template: number): number;
   freeTemplate(template: number): void;
-  /** Runs a persistent request's template as a blocking call; false when the template is gone. */
-  runTemplate(id: number): boolean;
+  /**
+   * Runs the persistent request's template whose id is in the call block's
+   * TEMPLATE slot (lib/block.ts) as a blocking call: undefined, or false
+   * when the template is gone. (No boolean when it ran: a returned value
+   * costs a few nanoseconds.)
+   */
+  runTemplate(): undefined | false;
   /** Wakes lane threads holding requests not yet started. */
   kick(): void;
 
@@ -210,7 +216,8 @@ export interface NativeAddon {
   mpiUserOpFailure(op: number): { message: string; error: unknown } | undefined;
   /** Starts a round of a persistent request; it completes under the template's id. */
   mpiStart(template: number): void;
-  mpiRunTemplate(template: number): boolean;
+  /** runTemplate's form for the system MPI: the same call block slots. */
+  mpiRunTemplate(): undefined | false;
   mpiFreeTemplate(template: number): void;
   // Point-to-point (lib/p2p/mpi.ts): the first `bytes` bytes of a view;
   // ranks of the communicator (its remote group's on an intercommunicator),

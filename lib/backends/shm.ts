@@ -13,6 +13,7 @@
 import { hostname } from 'node:os';
 
 import type { Backend, InterRequest, Made, MadeInter } from '../backend.js';
+import { block, TEMPLATE } from '../block.js';
 import type { InterMembers, Members } from '../coll/backend.js';
 import { shm as collectives } from '../coll/shm.js';
 import { shmP2P } from '../p2p/shm.js';
@@ -200,7 +201,10 @@ const backend: Backend = {
       kickLater();
     },
     drain: () => native.drain(),
-    runTemplate: native.runTemplate,
+    runTemplate(id) {
+      block[TEMPLATE] = id;
+      return native.runTemplate() === undefined;
+    },
   },
 
   collectives,

@@ -1,16 +1,13 @@
 /**
- * Point-to-point's call block: one off-heap buffer of 8 doubles that lib
- * and the addon both keep. A blocking send's or receive's numbers (the
- * communicator, the byte count, peer, tag; a blocking receive's status)
- * travel in it instead of as N-API arguments, which the addon would
- * unwrap one at a time (several nanoseconds each; bench/P2P.md). Each
- * backend's module writes its call's numbers just before the call; the
- * layouts are in native/napi/p2p_binding.cc (shm) and mpi_binding.cc (mpi).
+ * Point-to-point's use of the call block (lib/block.ts): a blocking send's
+ * or receive's numbers (the communicator, the byte count, peer, tag; a
+ * blocking receive's status). Each backend's module writes its call's
+ * numbers just before the call; the layouts are in
+ * native/napi/p2p_binding.cc (shm) and mpi_binding.cc (mpi).
  */
-import { native } from '../native.js';
+import { block } from '../block.js';
 
-export const block = new Float64Array(new ArrayBuffer(64));
-native.p2pSetBlock(block.buffer as ArrayBuffer);
+export { block };
 
 /** Slots every call uses: the communicator's handle and the byte count. */
 export const COMM = 0, BYTES = 1;

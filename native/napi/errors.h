@@ -25,4 +25,27 @@ inline Napi::Error mpi_error(Napi::Env env, ErrorClass cls, const std::string& m
   throw mpi_error(env, cls, message);
 }
 
+// The body of a plain N-API callback, with node-addon-api's C++ exceptions
+// made JavaScript ones as Napi::Function's own wrapper does; what it
+// returns (nullptr: undefined). For the hot calls that take their numbers
+// from the call block and mostly return nothing: the wrapper, its
+// CallbackInfo and a returned boolean cost more than the rest of the
+// crossing (bench/CORE.md, "The N-API crossing").
+template <typename F>
+napi_value raw_callback(napi_env env, F&& body) {
+  try {
+    return body(Napi::Env(env));
+  } catch (const Napi::Error& e) {
+    e.ThrowAsJavaScriptException();
+    return nullptr;
+  }
+}
+
+// exports[name] = a function of the plain N-API callback `cb`.
+inline void export_raw(Napi::Env env, Napi::Object exports, const char* name, napi_callback cb) {
+  napi_value f = nullptr;
+  NAPI_THROW_IF_FAILED_VOID(env, napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, nullptr, &f));
+  exports.Set(name, Napi::Value(env, f));
+}
+
 }  // namespace nodempi::napi

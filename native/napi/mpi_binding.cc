@@ -542,8 +542,8 @@ int hold(MpiBackend& b, int id, Napi::Value buffer, Napi::Value status) {
   return id;
 }
 
-// A blocking send's or receive's numbers, in the call block (State::
-// p2p_block, lib/p2p/block.ts) rather than as arguments: [0] the
+// A blocking send's or receive's numbers, in the call block
+// (State::block, lib/block.ts) rather than as arguments: [0] the
 // communicator's handle, [1] the byte count, [2] dest or source, [3] the
 // tag; a receive's status at [4..7].
 enum P2pSlot : int { kComm = 0, kBytes = 1, kPeer = 2, kTag = 3, kStatus = 4 };
@@ -732,12 +732,18 @@ void Start(const Napi::CallbackInfo& info) {
   guarded(info.Env(), [&] { b.lib->start(id); });
 }
 
-// mpiRunTemplate(template): its call once, blocking (lib/replay.ts); false
-// when the template is gone. Replays carry predefined ops only.
-Napi::Value RunTemplate(const Napi::CallbackInfo& info) {
-  MpiBackend& b = backend(info.Env(), "collective");
-  int id = int_arg(info, 0);
-  return Napi::Boolean::New(info.Env(), guarded(info.Env(), [&] { return b.lib->run_template(id); }));
+// mpiRunTemplate(): the call of the template whose id is in the call
+// block's kTemplate, once, blocking (lib/replay.ts); undefined, or false
+// when the template is gone. Replays carry predefined ops only. A plain
+// N-API callback, as the shm backend's runTemplate (napi/progress.cc).
+napi_value RunTemplate(napi_env raw, napi_callback_info) {
+  return raw_callback(raw, [](Napi::Env env) -> napi_value {
+    State& st = State::of(env);
+    MpiBackend& b = backend(env, st, "collective");
+    const int id = int(st.call_block(env, "collective")[kTemplate]);
+    if (!guarded(env, [&] { return b.lib->run_template(id); })) return Napi::Boolean::New(env, false);
+    return nullptr;
+  });
 }
 
 void FreeTemplate(const Napi::CallbackInfo& info) {
@@ -845,7 +851,7 @@ void register_mpi(Napi::Env env, Napi::Object exports) {
   exports.Set("mpiColl", Napi::Function::New(env, Coll, "mpiColl"));
   exports.Set("mpiUserOpFailure", Napi::Function::New(env, UserOpFailure, "mpiUserOpFailure"));
   exports.Set("mpiStart", Napi::Function::New(env, Start, "mpiStart"));
-  exports.Set("mpiRunTemplate", Napi::Function::New(env, RunTemplate, "mpiRunTemplate"));
+  export_raw(env, exports, "mpiRunTemplate", RunTemplate);
   exports.Set("mpiFreeTemplate", Napi::Function::New(env, FreeTemplate, "mpiFreeTemplate"));
   exports.Set("mpiSend", Napi::Function::New(env, Send, "mpiSend"));
   exports.Set("mpiIsend", Napi::Function::New(env, Isend, "mpiIsend"));

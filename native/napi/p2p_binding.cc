@@ -79,7 +79,7 @@ uint64_t key_of(const coll::Context& c) {
   return uint64_t(1) << 63 | c.serial();
 }
 
-// The call block (State::p2p_block, set by p2pSetBlock), in doubles:
+// The call block (State::block, set by setCallBlock), in doubles:
 //   [0] the communicator's handle   [1] the byte count
 //   a send:    [2] the destination's index in the context, [3] the tag,
 //              [4] the sender's rank in its own group (what the receiver
@@ -225,7 +225,7 @@ RecvArgs recv_args(const Napi::CallbackInfo& info, const Call& k, double* status
 void Recv(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Call k = call_of(env, "recv");
-  double* status = k.st.p2p_block.data + kStatus;
+  double* status = k.st.block.data + kStatus;
   RecvArgs a = recv_args(info, k, status, "recv");
   p2p::P2P& p = *state_of(env, k.st, "recv").core;
   p2p::Status st;
@@ -309,22 +309,7 @@ void Mrecv(const Napi::CallbackInfo& info) {
   write_status(status, st);
 }
 
-// p2pSetBlock(buffer): the call block, 8 doubles (Slot); kept until exit.
-void SetBlock(const Napi::CallbackInfo& info) {
-  CallBlock& block = State::of(info.Env()).p2p_block;
-  Napi::ArrayBuffer buf = info[0].As<Napi::ArrayBuffer>();
-  if (buf.ByteLength() < 8 * sizeof(double)) throw_mpi(info.Env(), ErrorClass::ARG, "p2pSetBlock: 8 doubles needed");
-  block.hold = Napi::Persistent(buf);
-  block.data = static_cast<double*>(buf.Data());
-}
-
 }  // namespace
-
-double* State::call_block(Napi::Env env, const char* call) {
-  double* b = p2p_block.data;
-  if (!b) throw_mpi(env, ErrorClass::INTERN, std::string(call) + ": no call block (p2pSetBlock)");
-  return b;
-}
 
 void forget_p2p(Napi::Env env, const coll::Context& c) {
   State& st = State::of(env);
@@ -345,7 +330,6 @@ void stop_p2p(Napi::Env env) {
 }
 
 void register_p2p(Napi::Env env, Napi::Object exports) {
-  exports.Set("p2pSetBlock", Napi::Function::New(env, SetBlock, "p2pSetBlock"));
   exports.Set("p2pSend", Napi::Function::New(env, Send, "p2pSend"));
   exports.Set("p2pIsend", Napi::Function::New(env, Isend, "p2pIsend"));
   exports.Set("p2pRecv", Napi::Function::New(env, Recv, "p2pRecv"));

@@ -278,27 +278,30 @@ void FreeTemplate(const Napi::CallbackInfo& info) {
   progress_of(info.Env()).engine.free_template(id_arg(info, 0));
 }
 
-// runTemplate(templateId) -> true once a persistent request's template has
-// run as a blocking call (lib/replay.ts: a repeated blocking call is an
-// implicit persistent request); false when the template is gone (its
-// communicator was freed). Templates run this way never hold a user op, so
-// no JavaScript runs inside.
-Napi::Value RunTemplate(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Progress* p = State::of(env).progress;
-  if (!p) return Napi::Boolean::New(env, false);
-  progress::Completion c = p->engine.run_template(id_arg(info, 0));
-  if (c.id == 0) return Napi::Boolean::New(env, false);
-  Napi::Value err = outcome(env, c, nullptr);
-  if (!err.IsNull()) throw Napi::Error(env, err);
-  return Napi::Boolean::New(env, true);
+// runTemplate(): runs the persistent request's template whose id is in
+// the call block's kTemplate as a blocking call (lib/replay.ts: a repeated
+// blocking call is an implicit persistent request) and returns undefined,
+// or false when the template is gone (its communicator was freed).
+// Templates run this way never hold a user op, so no JavaScript runs
+// inside. A plain N-API callback: a loop of one collective spends most of
+// its time outside the core crossing into it.
+napi_value RunTemplate(napi_env raw, napi_callback_info) {
+  return raw_callback(raw, [](Napi::Env env) -> napi_value {
+    State& st = State::of(env);
+    const double id = st.call_block(env, "collective")[kTemplate];
+    progress::Completion c;
+    if (st.progress) c = st.progress->engine.run_template(uint64_t(id));
+    if (c.id == 0) return Napi::Boolean::New(env, false);
+    if (c.error != ErrorClass::SUCCESS) throw Napi::Error(env, outcome(env, c, nullptr));
+    return nullptr;
+  });
 }
 
 }  // namespace
 
 void register_progress(Napi::Env env, Napi::Object exports) {
   exports.Set("setProgressCallback", Napi::Function::New(env, SetProgressCallback, "setProgressCallback"));
-  exports.Set("runTemplate", Napi::Function::New(env, RunTemplate, "runTemplate"));
+  export_raw(env, exports, "runTemplate", RunTemplate);
   exports.Set("drain", Napi::Function::New(env, Drain, "drain"));
   exports.Set("test", Napi::Function::New(env, Test, "test"));
   exports.Set("wait", Napi::Function::New(env, Wait, "wait"));

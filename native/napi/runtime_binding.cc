@@ -12,6 +12,7 @@
 #include "core/coll/direct.h"
 #include "core/kernels/kernels.h"
 #include "napi/args.h"
+#include "napi/errors.h"
 #include "napi/progress.h"
 #include "napi/state.h"
 
@@ -163,9 +164,25 @@ Napi::Value SelectKernelIsa(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), kernels::select_isa(name.c_str()));
 }
 
+// setCallBlock(buffer): the call block (State::block), 8 doubles; kept until exit.
+void SetCallBlock(const Napi::CallbackInfo& info) {
+  CallBlock& block = State::of(info.Env()).block;
+  Napi::ArrayBuffer buf = info[0].As<Napi::ArrayBuffer>();
+  if (buf.ByteLength() < 8 * sizeof(double)) throw_mpi(info.Env(), ErrorClass::ARG, "setCallBlock: 8 doubles needed");
+  block.hold = Napi::Persistent(buf);
+  block.data = static_cast<double*>(buf.Data());
+}
+
 }  // namespace
 
+double* State::call_block(Napi::Env env, const char* call) {
+  double* b = block.data;
+  if (!b) throw_mpi(env, ErrorClass::INTERN, std::string(call) + ": no call block (setCallBlock)");
+  return b;
+}
+
 void register_runtime(Napi::Env env, Napi::Object exports) {
+  exports.Set("setCallBlock", Napi::Function::New(env, SetCallBlock, "setCallBlock"));
   exports.Set("setErrorFactory", Napi::Function::New(env, SetErrorFactory, "setErrorFactory"));
   exports.Set("init", Napi::Function::New(env, Init, "init"));
   exports.Set("finalize", Napi::Function::New(env, Finalize, "finalize"));

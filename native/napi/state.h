@@ -57,15 +57,20 @@ struct ArgLists {
   size_t width = 0;
 };
 
-// Point-to-point's call block (lib/p2p/block.ts): the numbers of a call, in
-// doubles of one ArrayBuffer both sides keep, read from memory instead of
-// unwrapped argument by argument (a value read through N-API costs several
-// nanoseconds; a blocking send or receive had six). Layouts in
-// napi/p2p_binding.cc and napi/mpi_binding.cc.
+// The call block (lib/block.ts): the numbers of a hot call, in doubles of
+// one ArrayBuffer both sides keep, read from memory instead of unwrapped
+// argument by argument (a value read through N-API costs several
+// nanoseconds; a blocking send or receive had six). Layouts: point-to-
+// point's in napi/p2p_binding.cc and napi/mpi_binding.cc, a replayed
+// collective's (kTemplate) here.
 struct CallBlock {
   Napi::Reference<Napi::ArrayBuffer> hold;
   double* data = nullptr;
 };
+
+// A replayed collective (runTemplate, mpiRunTemplate): lib writes the
+// template's id in kTemplate.
+enum TemplateSlot { kTemplate = 0 };
 
 struct State {
   std::unique_ptr<transport::Segment> segment;  // null for a singleton
@@ -90,12 +95,12 @@ struct State {
   // Point-to-point, made at the first call (shared_ptr: its type is
   // complete only in napi/p2p_binding.cc).
   std::shared_ptr<P2pState> p2p;
-  CallBlock p2p_block;
+  CallBlock block;
 
   static State& of(Napi::Env env) { return *env.GetInstanceData<State>(); }
 
   // The call block's numbers, for `call`; INTERN when lib has not set it
-  // (p2pSetBlock, napi/p2p_binding.cc).
+  // (setCallBlock, napi/p2p_binding.cc).
   double* call_block(Napi::Env env, const char* call);
 };
 

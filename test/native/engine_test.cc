@@ -13,7 +13,8 @@
 //   4. errors: CoreError keeps its class and message, other exceptions
 //      become INTERN, the communicator stays usable, blocking calls too;
 //   5. persistent templates started twice, and refused once freed; run as
-//      blocking calls (run_template); dropped with their lane;
+//      blocking calls (run_template), the same one repeatedly, and none
+//      once freed; dropped with their lane;
 //   6. run_on_main from a lane thread, served by the main thread inside
 //      wait(), and by service_mail() after the wake-up callback;
 //   7. may_run_now: refused behind queued operations, then allowed;
@@ -236,6 +237,14 @@ void test_templates() {
   uint64_t bad = engine.add_template(4, [] { throw CoreError(ErrorClass::NOT_SAME, "ranks differ"); }, false);
   Completion failed = engine.run_template(bad);
   CHECK(failed.done && failed.error == ErrorClass::NOT_SAME && failed.message == "ranks differ");
+  // The same template again and again (found without the map: the last
+  // one run), then gone once freed, or once its lane retires.
+  uint64_t again = engine.add_template(4, [&] { order.push_back(3); }, false);
+  CHECK(engine.run_template(again).done && engine.run_template(again).done);
+  CHECK((order == std::vector<int>{2, 1, 2, 3, 3}));
+  engine.free_template(again);
+  CHECK_EQ(engine.run_template(again).id, uint64_t(0));
+  CHECK(engine.run_template(rt).done && engine.run_template(rt).done);
   engine.retire_lane(4);
   CHECK_EQ(engine.run_template(rt).id, uint64_t(0));
   CHECK_EQ(engine.start(bad), uint64_t(0));

@@ -107,9 +107,13 @@ uint64_t Engine::start(uint64_t template_id) {
 }
 
 Completion Engine::run_template(uint64_t template_id) {
-  auto it = templates_.find(template_id);
-  if (it == templates_.end()) return {};
-  const Template& t = it->second;
+  if (template_id != last_template_id_) {
+    auto it = templates_.find(template_id);
+    if (it == templates_.end()) return {};
+    last_template_id_ = template_id;
+    last_template_ = &it->second;
+  }
+  const Template& t = *last_template_;
   std::unique_lock<std::mutex> hold;
   if (!may_run_now(t.comm, hold)) return run_blocking(t.comm, t.body);
   Completion c = result(template_id, true);
@@ -122,7 +126,10 @@ Completion Engine::run_template(uint64_t template_id) {
   return c;
 }
 
-void Engine::free_template(uint64_t template_id) { templates_.erase(template_id); }
+void Engine::free_template(uint64_t template_id) {
+  last_template_id_ = 0;
+  templates_.erase(template_id);
+}
 
 void Engine::kick(uint32_t except) {
   if (!unkicked_) return;
@@ -287,6 +294,7 @@ void Engine::drain(std::vector<Completion>& out) {
 }
 
 void Engine::retire_lane(uint32_t comm) {
+  last_template_id_ = 0;
   for (auto it = templates_.begin(); it != templates_.end();) {
     it = it->second.comm == comm ? templates_.erase(it) : std::next(it);
   }

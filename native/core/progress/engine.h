@@ -181,6 +181,12 @@ class Engine {
   std::deque<MainCall*> mail_;
   std::unordered_map<uint64_t, Request> pending_;
   std::unordered_map<uint64_t, Template> templates_;
+  // The template run_template ran last (0: none): a loop of one collective
+  // finds it without the map's hash, whose division by the bucket count
+  // was most of run_template's own time. Elements of an unordered_map stay
+  // where they are until erased, and every erase clears this.
+  uint64_t last_template_id_ = 0;
+  const Template* last_template_ = nullptr;
   uint64_t next_id_ = 1;
   bool unkicked_ = false;  // some lane holds operations its thread was not woken for
   bool in_wait_ = false;   // the main thread is inside wait(), which reports its own completion

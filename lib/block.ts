@@ -1,0 +1,15 @@
+/**
+ * The call block: one off-heap buffer of 8 doubles that lib and the addon
+ * both keep. The numbers of the hottest calls travel in it instead of as
+ * N-API arguments, which the addon would unwrap one at a time (several
+ * nanoseconds each; bench/P2P.md, bench/CORE.md): point-to-point's
+ * (lib/p2p/block.ts) and a replayed collective's (TEMPLATE). Each
+ * caller writes its numbers just before its call; nothing runs in between.
+ */
+import { native } from './native.js';
+
+export const block = new Float64Array(new ArrayBuffer(64));
+native.setCallBlock(block.buffer as ArrayBuffer);
+
+/** A replayed collective (the backends' runTemplate): the template's id. */
+export const TEMPLATE = 0;
