@@ -13,3 +13,15 @@ native.setCallBlock(block.buffer as ArrayBuffer);
 
 /** A replayed collective (the backends' runTemplate): the template's id. */
 export const TEMPLATE = 0;
+
+/**
+ * A backend's runTemplate(id) over the addon's `run` (runTemplate or
+ * mpiRunTemplate), which reads the id from TEMPLATE and returns undefined
+ * once the call has run, false when the template is gone.
+ */
+export function templateRunner(run: () => undefined | false): (id: number) => boolean {
+  return (id) => {
+    block[TEMPLATE] = id;
+    return run() === undefined;
+  };
+}

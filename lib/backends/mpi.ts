@@ -16,7 +16,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
 import type { Backend, MadeInter } from '../backend.js';
-import { block, TEMPLATE } from '../block.js';
+import { templateRunner } from '../block.js';
 import { CHECK, forgetChecks, mpi as collectives, shareCallBlock } from '../coll/mpi.js';
 import { setTagUb } from '../constants.js';
 import { MPIError } from '../errors.js';
@@ -205,10 +205,7 @@ const backend: Backend = {
     freeTemplate: (template) => native.mpiFreeTemplate(template),
     // Repeated blocking calls skip their argument checks (lib/replay.ts)
     // unless every call must first agree with the other ranks' (CHECK).
-    runTemplate: CHECK ? undefined : (id) => {
-      block[TEMPLATE] = id;
-      return native.mpiRunTemplate() === undefined;
-    },
+    runTemplate: CHECK ? undefined : templateRunner(native.mpiRunTemplate),
     watch(deliver) {
       deliverTo = deliver;
       lastActivity = performance.now();

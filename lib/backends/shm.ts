@@ -13,7 +13,7 @@
 import { hostname } from 'node:os';
 
 import type { Backend, InterRequest, Made, MadeInter } from '../backend.js';
-import { block, TEMPLATE } from '../block.js';
+import { templateRunner } from '../block.js';
 import type { InterMembers, Members } from '../coll/backend.js';
 import { shm as collectives } from '../coll/shm.js';
 import { shmP2P } from '../p2p/shm.js';
@@ -201,10 +201,7 @@ const backend: Backend = {
       kickLater();
     },
     drain: () => native.drain(),
-    runTemplate(id) {
-      block[TEMPLATE] = id;
-      return native.runTemplate() === undefined;
-    },
+    runTemplate: templateRunner(native.runTemplate),
   },
 
   collectives,

@@ -7,8 +7,6 @@
  */
 import { block } from '../block.js';
 
-export { block };
-
 /** Slots every call uses: the communicator's handle and the byte count. */
 export const COMM = 0, BYTES = 1;
 

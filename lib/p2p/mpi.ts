@@ -15,11 +15,12 @@
  * take it first, since MPI matches posted receives on arrival). Ranks on an intercommunicator are the remote group's, as in
  * MPI.
  */
+import { block } from '../block.js';
 import { native } from '../native.js';
 import type { PointToPoint } from './backend.js';
-import { block, BYTES, COMM, statusOut } from './block.js';
+import { BYTES, COMM, statusOut } from './block.js';
 
-// A blocking send's or receive's numbers in the call block (lib/p2p/block.ts;
+// A blocking send's or receive's numbers in the call block (lib/block.ts;
 // this backend's layout in native/napi/mpi_binding.cc): the peer (dest or
 // source) and the tag.
 const PEER = 2, TAG = 3;

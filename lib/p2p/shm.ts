@@ -10,7 +10,8 @@
  * other side matches a source against and reports.
  */
 import type { Peers, PointToPoint } from './backend.js';
-import { block, BYTES, COMM, STATUS, statusOut } from './block.js';
+import { block } from '../block.js';
+import { BYTES, COMM, STATUS, statusOut } from './block.js';
 import { native } from '../native.js';
 
 /** ANY_SOURCE, as the seam passes it. */
@@ -23,7 +24,7 @@ function peer(c: Peers, rank: number): number {
 }
 
 // The numbers of a call go to the addon through the call block
-// (lib/p2p/block.ts); this backend's layout of a send's.
+// (lib/block.ts); this backend's layout of a send's.
 const PEER = 2, TAG = 3, SELF = 4;
 
 // A receive's or probe's envelope, written where its status will be (the

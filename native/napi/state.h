@@ -100,7 +100,7 @@ struct State {
   static State& of(Napi::Env env) { return *env.GetInstanceData<State>(); }
 
   // The call block's numbers, for `call`; INTERN when lib has not set it
-  // (setCallBlock, napi/p2p_binding.cc).
+  // (setCallBlock, napi/runtime_binding.cc).
   double* call_block(Napi::Env env, const char* call);
 };
 
