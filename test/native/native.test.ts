@@ -13,8 +13,13 @@ const flavours = [
   // The release build also compiles the C++ benchmarks (NODEMPI_BENCH), so
   // they keep building against the core.
   { name: 'release', options: ['-DNODEMPI_BENCH=ON'] },
-  { name: 'asan', options: ['-DNODEMPI_SANITIZE=ON'] },
-  { name: 'tsan', options: ['-DNODEMPI_TSAN=ON'] },
+  // The sanitizer builds compile the core in batches of sources (CMake's
+  // unity build): on 2 cores 66 s instead of 86 (ASan) and 29 instead of 48
+  // (TSan). The release build keeps one object per source, so a missing
+  // include still fails there, and its objects are the ccache hits of npm
+  // test's own build.
+  { name: 'asan', options: ['-DNODEMPI_SANITIZE=ON', '-DCMAKE_UNITY_BUILD=ON'] },
+  { name: 'tsan', options: ['-DNODEMPI_TSAN=ON', '-DCMAKE_UNITY_BUILD=ON'] },
 ];
 
 // Configured while the tests are collected: the test names come from CTest.
