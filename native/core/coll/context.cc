@@ -106,7 +106,13 @@ std::string rank_list(const std::vector<uint32_t>& ranks) {
 }  // namespace
 
 void Context::agree(uint32_t s, const char* what) {
-  wait_all(s, what);
+  // Each peer's header line (its signature, and a small collective's data)
+  // is read as soon as its post is seen: waiting on the post while reading
+  // that line too brings both in together instead of one after the other
+  // (bench/CORE.md, "Reading the header while waiting").
+  for (uint32_t r = 0; r < size_; ++r) {
+    if (r != rank_) wait(r, s, what, header(r, s));
+  }
 #ifdef NODEMPI_BENCH_NO_AGREE
   // Benchmark builds only (bench/mismatch.mjs): the same protocol without
   // the comparison, to measure what always-on mismatch detection costs.
@@ -200,8 +206,8 @@ void Context::post(uint32_t s) {
   transport::post(lines_[rank_], s);
 }
 
-void Context::wait(uint32_t peer, uint32_t s, const char* what) {
-  transport::wait_for(lines_[peer], s, policy_, live_, world_ranks_[peer], what);
+void Context::wait(uint32_t peer, uint32_t s, const char* what, const void* touch) {
+  transport::wait_for(lines_[peer], s, policy_, live_, world_ranks_[peer], what, touch);
   see(peer);
 }
 

@@ -90,7 +90,9 @@ class Context {
   // slot half for phase s.
   void acquire_slot(uint32_t s, const char* what);
   void post(uint32_t s);
-  void wait(uint32_t peer, uint32_t s, const char* what);
+  // `touch`: a line of the peer's to keep reading meanwhile
+  // (transport::wait_for), or null.
+  void wait(uint32_t peer, uint32_t s, const char* what, const void* touch = nullptr);
   void wait_all(uint32_t s, const char* what);
 
   // One collective starts and ends on this rank (Round below): this rank's
@@ -122,6 +124,13 @@ class Context {
   // same rules as the data: how many phases a v-collective takes, and so on.
   SlotHeader* header(uint32_t member, uint32_t s) const {
     return reinterpret_cast<SlotHeader*>(slots_[member * 2 + (s & 1)]);
+  }
+  // A collective that uses no single-copy path can carry up to
+  // inline_bytes() of data in its header's addr[], on the signature's line,
+  // which agree() brings in with the post.
+  static constexpr size_t inline_bytes() { return sizeof(SlotHeader::addr); }
+  uint8_t* inline_data(uint32_t member, uint32_t s) const {
+    return reinterpret_cast<uint8_t*>(header(member, s)->addr);
   }
 
  private:

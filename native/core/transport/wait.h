@@ -54,8 +54,10 @@ class Liveness {
 
 // Block until line->seq reaches `target`. `peer_world_rank` is the rank that
 // will post it, used for the liveness check; `what` names the operation for
-// error messages.
+// error messages. `touch`, when not null, is a line of the peer's that the
+// caller reads right after the post: the spin reads it too, so that the
+// line the peer wrote before posting is usually here when the post is.
 void wait_for(CtrlLine* line, uint32_t target, const WaitPolicy& policy, const Liveness& live,
-              uint32_t peer_world_rank, const char* what);
+              uint32_t peer_world_rank, const char* what, const void* touch = nullptr);
 
 }  // namespace nodempi::transport
