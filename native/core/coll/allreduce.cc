@@ -12,16 +12,12 @@ namespace {
 void allreduce_flat(Context& c, const uint8_t* in, uint8_t* out, size_t count, const Combiner& op) {
   const uint32_t n = c.size(), me = c.rank();
   uint32_t s = c.open(reduction_sig(ALLREDUCE, 0, op, count, Algo::FLAT), "allreduce");
-  // A vector that fits the header's spare bytes travels in the header's
-  // cache line, which every peer reads for the signature anyway: one line
-  // fewer from each peer.
-  const bool inline_data = count * op.item <= c.inline_bytes();
-  auto data = [&](uint32_t r) { return inline_data ? c.inline_data(r, s) : c.slot(r, s); };
-  if (count) std::memcpy(data(me), in, count * op.item);
+  const size_t bytes = count * op.item;
+  if (bytes) std::memcpy(c.first_slot(me, s, bytes), in, bytes);
   c.post(s);
   c.agree(s, "allreduce");
   const uint8_t* src[transport::kMaxRanks];
-  for (uint32_t r = 0; r < n; ++r) src[r] = data(r);
+  for (uint32_t r = 0; r < n; ++r) src[r] = c.first_slot(r, s, bytes);
   fold(op, src, n, out, count);
 }
 

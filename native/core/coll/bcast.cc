@@ -36,9 +36,8 @@ void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
     size_t len = std::min(chunk, bytes - off);
     const bool first = off == 0 && !d.signed_();
     uint32_t s = first ? c.open(sig, "bcast") : c.next_phase();
-    // A message that fits travels in the header's line (allreduce.cc).
     // Where the root's slots are is known once its post has been seen.
-    auto data = [&] { return first && bytes <= c.inline_bytes() ? c.inline_data(root, s) : c.slot(root, s); };
+    auto data = [&] { return first ? c.first_slot(root, s, bytes) : c.slot(root, s); };
     if (c.rank() == root) {
       if (!first) c.acquire_slot(s, "bcast");
       buf.read(off, len, data());

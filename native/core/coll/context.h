@@ -125,12 +125,13 @@ class Context {
   SlotHeader* header(uint32_t member, uint32_t s) const {
     return reinterpret_cast<SlotHeader*>(slots_[member * 2 + (s & 1)]);
   }
-  // A collective that uses no single-copy path can carry up to
-  // inline_bytes() of data in its header's addr[], on the signature's line,
-  // which agree() brings in with the post.
-  static constexpr size_t inline_bytes() { return sizeof(SlotHeader::addr); }
-  uint8_t* inline_data(uint32_t member, uint32_t s) const {
-    return reinterpret_cast<uint8_t*>(header(member, s)->addr);
+  // Member's data for the first phase s of a collective that took no
+  // single-copy path, where each member sends `bytes` (the same on every
+  // rank; agree() has compared them before anyone reads): a message of up
+  // to 16 bytes travels in the header's addr[], on the signature's line,
+  // which agree() brings in with the post; a longer one in the slot.
+  uint8_t* first_slot(uint32_t member, uint32_t s, size_t bytes) const {
+    return bytes <= sizeof(SlotHeader::addr) ? reinterpret_cast<uint8_t*>(header(member, s)->addr) : slot(member, s);
   }
 
  private:
