@@ -53,7 +53,7 @@ void allgather(Context& c, const Layout& send, const Layout& recv, size_t bytes)
     const bool first = off == 0 && !d.signed_();
     uint32_t s = first ? c.open(sig, "allgather") : c.next_phase();
     if (!first) c.acquire_slot(s, "allgather");
-    uint8_t* slot = first ? c.first_slot(me, s, bytes) : c.slot(me, s);
+    uint8_t* slot = c.data(me, s, bytes);
     if (send.absent()) {
       recv.read(mine + off, len, slot);
     } else {
@@ -67,7 +67,7 @@ void allgather(Context& c, const Layout& send, const Layout& recv, size_t bytes)
       // Start with the next rank so the ranks do not all read one slot at once.
       uint32_t r = (me + i) % n;
       c.wait(r, s, "allgather");
-      recv.write(uint64_t(r) * bytes + off, len, first ? c.first_slot(r, s, bytes) : c.slot(r, s));
+      recv.write(uint64_t(r) * bytes + off, len, c.data(r, s, bytes));
     }
     off += len;
   } while (off < bytes);

@@ -13,11 +13,11 @@ void allreduce_flat(Context& c, const uint8_t* in, uint8_t* out, size_t count, c
   const uint32_t n = c.size(), me = c.rank();
   uint32_t s = c.open(reduction_sig(ALLREDUCE, 0, op, count, Algo::FLAT), "allreduce");
   const size_t bytes = count * op.item;
-  if (bytes) std::memcpy(c.first_slot(me, s, bytes), in, bytes);
+  if (bytes) std::memcpy(c.data(me, s, bytes), in, bytes);
   c.post(s);
   c.agree(s, "allreduce");
   const uint8_t* src[transport::kMaxRanks];
-  for (uint32_t r = 0; r < n; ++r) src[r] = c.first_slot(r, s, bytes);
+  for (uint32_t r = 0; r < n; ++r) src[r] = c.data(r, s, bytes);
   fold(op, src, n, out, count);
 }
 

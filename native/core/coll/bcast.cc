@@ -36,11 +36,9 @@ void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
     size_t len = std::min(chunk, bytes - off);
     const bool first = off == 0 && !d.signed_();
     uint32_t s = first ? c.open(sig, "bcast") : c.next_phase();
-    // Where the root's slots are is known once its post has been seen.
-    auto data = [&] { return first ? c.first_slot(root, s, bytes) : c.slot(root, s); };
     if (c.rank() == root) {
       if (!first) c.acquire_slot(s, "bcast");
-      buf.read(off, len, data());
+      buf.read(off, len, c.data(root, s, bytes));
       c.post(s);
       if (first) c.agree(s, "bcast");
     } else {
@@ -50,7 +48,7 @@ void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
       } else {
         c.wait(root, s, "bcast");
       }
-      buf.write(off, len, data());
+      buf.write(off, len, c.data(root, s, bytes));
     }
     off += len;
   } while (off < bytes);

@@ -88,6 +88,7 @@ uint32_t Context::open(const Signature& sig, const char* what) {
   uint32_t s = next_phase();
   acquire_slot(s, what);
   header(rank_, s)->sig = sig;
+  opened_ = s;
   return s;
 }
 

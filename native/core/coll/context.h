@@ -125,13 +125,17 @@ class Context {
   SlotHeader* header(uint32_t member, uint32_t s) const {
     return reinterpret_cast<SlotHeader*>(slots_[member * 2 + (s & 1)]);
   }
-  // Member's data for the first phase s of a collective that took no
-  // single-copy path, where each member sends `bytes` (the same on every
-  // rank; agree() has compared them before anyone reads): a message of up
-  // to 16 bytes travels in the header's addr[], on the signature's line,
-  // which agree() brings in with the post; a longer one in the slot.
-  uint8_t* first_slot(uint32_t member, uint32_t s, size_t bytes) const {
-    return bytes <= sizeof(SlotHeader::addr) ? reinterpret_cast<uint8_t*>(header(member, s)->addr) : slot(member, s);
+  // Member's data for phase s of a collective where each member sends
+  // `bytes` (the same on every rank; agree() compares them before anyone
+  // reads): in the phase open() returned, a message of up to 16 bytes
+  // travels in the header's addr[], on the signature's line, which agree()
+  // brings in with the post; otherwise the slot. (A single-copy attempt
+  // uses addr[] in its own opened phase and never calls this there; its
+  // fallback runs in later phases.) Like slot(), valid for a peer once its
+  // post of s has been seen.
+  uint8_t* data(uint32_t member, uint32_t s, size_t bytes) const {
+    return s == opened_ && bytes <= sizeof(SlotHeader::addr) ? reinterpret_cast<uint8_t*>(header(member, s)->addr)
+                                                              : slot(member, s);
   }
 
  private:
@@ -148,6 +152,7 @@ class Context {
   uint32_t size_;
   size_t half_;
   uint32_t seq_ = 0;
+  uint32_t opened_ = 0;  // the phase the last open() returned
   bool direct_off_ = false;
   std::vector<uint32_t> world_ranks_;
   uint64_t serial_;

@@ -40,7 +40,7 @@ void gather(Context& c, const void* send, void* recv, size_t bytes, uint32_t roo
     uint32_t s = first ? c.open(sig, "gather") : c.next_phase();
     if (me != root) {
       if (!first) c.acquire_slot(s, "gather");
-      if (len) std::memcpy(first ? c.first_slot(me, s, bytes) : c.slot(me, s), in + off, len);
+      if (len) std::memcpy(c.data(me, s, bytes), in + off, len);
       c.post(s);
       if (first) c.agree(s, "gather");
     } else {
@@ -49,7 +49,7 @@ void gather(Context& c, const void* send, void* recv, size_t bytes, uint32_t roo
       for (uint32_t r = 0; r < n; ++r) {
         if (r == root) continue;
         c.wait(r, s, "gather");
-        if (len) std::memcpy(out + size_t(r) * bytes + off, first ? c.first_slot(r, s, bytes) : c.slot(r, s), len);
+        if (len) std::memcpy(out + size_t(r) * bytes + off, c.data(r, s, bytes), len);
       }
     }
     off += len;

@@ -13,12 +13,12 @@ void reduce_flat(Context& c, const uint8_t* in, uint8_t* out, size_t count, cons
   const uint32_t n = c.size(), me = c.rank();
   const size_t bytes = count * op.item;
   uint32_t s = c.open(reduction_sig(REDUCE, root, op, count, Algo::FLAT), "reduce");
-  if (bytes) std::memcpy(c.first_slot(me, s, bytes), in, bytes);
+  if (bytes) std::memcpy(c.data(me, s, bytes), in, bytes);
   c.post(s);
   c.agree(s, "reduce");
   if (me != root) return;
   const uint8_t* src[transport::kMaxRanks];
-  for (uint32_t r = 0; r < n; ++r) src[r] = c.first_slot(r, s, bytes);
+  for (uint32_t r = 0; r < n; ++r) src[r] = c.data(r, s, bytes);
   fold(op, src, n, out, count);
 }
 
