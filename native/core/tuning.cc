@@ -53,6 +53,7 @@ Tuning Tuning::from(const char* (*get)(const char*)) {
   if (const char* v = get("NODEMPI_KERNELS")) {
     if (std::strcmp(v, "auto") != 0) t.kernels = v;
   }
+  if (const char* v = get("NODEMPI_CHECK_SAME")) t.check_same = std::strcmp(v, "0") != 0;
   t.algo = coll::parse_forced_algos(get("NODEMPI_ALGO"), &t.algo_errors);
   return t;
 }

@@ -1,3 +1,7 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
 import { describe, expect, it } from 'vitest';
 import { explain, runJob, worldSizes } from '../helpers/job.js';
 
@@ -6,6 +10,20 @@ describe('collective mismatch detection', () => {
     it(`throws ERR_NOT_SAME on every rank and keeps the communicator usable at np=${np}`, async () => {
       const r = await runJob(np, 'mismatch/mismatch.mjs');
       expect(r.status, explain(r)).toBe(0);
+    });
+  }
+});
+
+describe('NODEMPI_CHECK_SAME=0', () => {
+  for (const np of worldSizes) {
+    it(`lets a bcast's root return before the others call it, and the readers still check it, at np=${np}`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'nodempi-ahead-'));
+      try {
+        const r = await runJob(np, 'mismatch/ahead.mjs', [dir], { env: { NODEMPI_CHECK_SAME: '0' } });
+        expect(r.status, explain(r)).toBe(0);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
   }
 });

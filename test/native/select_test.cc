@@ -166,6 +166,12 @@ void knobs() {
   CHECK_EQ(with({{"NODEMPI_YIELD_US", "10"}}).yield_us, 10u);
   CHECK_EQ(with({{"NODEMPI_YIELD_US", "1e3"}}).yield_us, 2000u);
 
+  g_context = "NODEMPI_CHECK_SAME";
+  CHECK(with({}).check_same);
+  CHECK(!with({{"NODEMPI_CHECK_SAME", "0"}}).check_same);
+  CHECK(with({{"NODEMPI_CHECK_SAME", "1"}}).check_same);
+  CHECK(with({{"NODEMPI_CHECK_SAME", "no"}}).check_same);
+
   g_context = "NODEMPI_KERNELS";
   CHECK(with({{"NODEMPI_KERNELS", "auto"}}).kernels.empty());
   CHECK(with({{"NODEMPI_KERNELS", "scalar"}}).kernels == "scalar");

@@ -4,6 +4,7 @@
 #include "core/coll/direct.h"
 #include "core/coll/select.h"
 #include "core/transport/cma.h"
+#include "core/tuning.h"
 
 namespace nodempi::coll {
 
@@ -16,6 +17,15 @@ namespace nodempi::coll {
 //   2. the others post, wait for the root and unpack the chunk out.
 // Readers drain chunk k while the root fills chunk k+1 in the other half.
 // `bytes` is the stream: count x size for a derived type.
+//
+// With NODEMPI_CHECK_SAME=0, a bcast of one phase returns on the root once
+// its post is out, as MPI lets a root do: the readers compare their
+// signatures with the root's only, and the root's next collective on the
+// communicator waits for their posts of this phase (open() waits for every
+// peer's previous post before it writes the half), so it runs at most one
+// collective ahead. Back to back, a bcast then costs one line transfer to
+// each reader rather than a round trip (bench/CORE.md). A root that does
+// not wait cannot throw ERR_NOT_SAME: hence not by default.
 void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
   Round round(c);
   if (c.size() == 1) return;
@@ -31,6 +41,7 @@ void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
     bool ok = c.rank() == root || transport::cma_read(d.pid(root), buf.data(), d.a(root), bytes);
     if (d.finish(ok, "bcast")) return;
   }
+  const bool ahead = !tuning().check_same && bytes <= chunk && !d.signed_();
   size_t off = 0;
   do {
     size_t len = std::min(chunk, bytes - off);
@@ -40,11 +51,11 @@ void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
       if (!first) c.acquire_slot(s, "bcast");
       buf.read(off, len, c.data(root, s, bytes));
       c.post(s);
-      if (first) c.agree(s, "bcast");
+      if (first && !ahead) c.agree(s, "bcast");
     } else {
       c.post(s);
       if (first) {
-        c.agree(s, "bcast");
+        c.agree(s, "bcast", ahead ? root : Context::kEveryone);
       } else {
         c.wait(root, s, "bcast");
       }

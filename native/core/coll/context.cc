@@ -106,13 +106,14 @@ std::string rank_list(const std::vector<uint32_t>& ranks) {
 
 }  // namespace
 
-void Context::agree(uint32_t s, const char* what) {
+void Context::agree(uint32_t s, const char* what, uint32_t with) {
+  auto counts = [&](uint32_t r) { return with == kEveryone || r == with || r == rank_; };
   // Each peer's header line (its signature, and a small collective's data)
   // is read as soon as its post is seen: waiting on the post while reading
   // that line too brings both in together instead of one after the other
   // (bench/CORE.md, "Reading the header while waiting").
   for (uint32_t r = 0; r < size_; ++r) {
-    if (r != rank_) wait(r, s, what, header(r, s));
+    if (r != rank_ && counts(r)) wait(r, s, what, header(r, s));
   }
 #ifdef NODEMPI_BENCH_NO_AGREE
   // Benchmark builds only (bench/mismatch.mjs): the same protocol without
@@ -127,6 +128,7 @@ void Context::agree(uint32_t s, const char* what) {
     bool seen = false;
     uint64_t value = 0;
     for (uint32_t r = 0; r < size_; ++r) {
+      if (!counts(r)) continue;
       uint64_t v = field(header(r, s)->sig);
       if (v == ~uint64_t(0)) continue;
       if (seen && v != value) return true;
@@ -139,6 +141,7 @@ void Context::agree(uint32_t s, const char* what) {
     // Group ranks by value, in rank order of first appearance.
     std::vector<std::pair<std::string, std::vector<uint32_t>>> groups;
     for (uint32_t r = 0; r < size_; ++r) {
+      if (!counts(r)) continue;
       std::string v = show(field(header(r, s)->sig));
       auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == v; });
       if (it == groups.end()) groups.push_back({v, {r}});

@@ -15,7 +15,9 @@
 // for every other's before any data moves: all ranks see the same set of
 // signatures and so take the same decision, and a disagreement throws
 // ERR_NOT_SAME on all of them after exactly one phase, which leaves the
-// communicator usable.
+// communicator usable. (One exception, by request: with
+// NODEMPI_CHECK_SAME=0 a small bcast's root waits for nobody and its
+// readers compare with it alone; coll/bcast.cc.)
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -84,8 +86,11 @@ class Context {
   // calls agree().
   uint32_t open(const Signature& sig, const char* what);
   // Waits for every peer's first phase and compares signatures; throws
-  // CoreError(NOT_SAME) on every rank alike when they differ.
-  void agree(uint32_t s, const char* what);
+  // CoreError(NOT_SAME) on every rank alike when they differ. With a
+  // member `with`, waits for that one only and compares with it alone (a
+  // bcast whose root does not wait for its readers: coll/bcast.cc).
+  static constexpr uint32_t kEveryone = UINT32_MAX;
+  void agree(uint32_t s, const char* what, uint32_t with = kEveryone);
   // Wait until every peer has posted s-1, so this rank may overwrite its
   // slot half for phase s.
   void acquire_slot(uint32_t s, const char* what);
