@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, explain, fixtures, root, run } from '../helpers/job.js';
 import { elfNeeds, portabilityProblems } from '../../scripts/elf-needs.mjs';
-import { PREBUILD_NAME, TARGETS } from '../../scripts/prebuilds.mjs';
+import { PREBUILD_NAME, TARGETS, buildDir } from '../../scripts/prebuilds.mjs';
 import { arm64Node, bullseyeRuntime } from './runtimes.js';
 
 const out = join(root, 'build', 'test-prebuilds');
@@ -143,11 +143,11 @@ describe('linux-arm64 under qemu-user (Node arm64, glibc 2.31)', () => {
   // tests. Linked statically; its copies for NODEMPI_KERNELS values
   // start through qemu as well (KERNELS_TEST_RUNNER).
   it('test/native/kernels_test.cc passes on arm64, where auto picks NEON', async () => {
-    const exe = join(root, 'build', 'prebuilds', 'kernels_test-arm64');
+    const exe = join(buildDir('linux-arm64') as string, 'kernels_test');
     const build = JSON.parse(readFileSync(join(root, 'native', 'build.json'), 'utf8')) as { cxxStandard: number; flags: string[] };
     const cc = await run('aarch64-linux-gnu-g++', [`-std=c++${build.cxxStandard}`, ...build.flags, '-O2', '-Werror',
       '-I', join(root, 'native'), join(root, 'test', 'native', 'kernels_test.cc'),
-      join(root, 'build', 'prebuilds', 'linux-arm64', 'libnodempi_core.a'), '-static', '-pthread', '-o', exe]);
+      join(buildDir('linux-arm64') as string, 'libnodempi_core.a'), '-static', '-pthread', '-o', exe]);
     expect(cc.status, explain(cc)).toBe(0);
     const r = await run('qemu-aarch64', [exe], { env: { KERNELS_TEST_RUNNER: 'qemu-aarch64' }, limitMs: 840_000 });
     expect(r.status, explain(r)).toBe(0);
