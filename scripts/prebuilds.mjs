@@ -10,7 +10,7 @@
 // (apt: g++-x86-64-linux-gnu or g++-aarch64-linux-gnu) through
 // packaging/toolchain-<triple>.cmake. Each is cmake-js's build of
 // CMakeLists.txt with NODEMPI_PORTABLE (static libstdc++, no glibc symbol
-// newer than 2.28: packaging/glibc_compat.cc), in build/prebuilds/<target>/
+// newer than 2.28: packaging/glibc_compat.cc), in build-prebuild-<target>/
 // (incremental; --clean starts afresh), stripped, and checked by
 // scripts/elf-needs.mjs before it is written.
 //
@@ -35,6 +35,16 @@ export const TARGETS = {
 };
 export const PREBUILD_NAME = 'nodempi.glibc.node';
 
+/**
+ * CMake's build directory for a target: one level under the root, like
+ * npm run build's build/, so that each source is named by the same path
+ * relative to both builds. CI's ccache (CCACHE_BASEDIR, .ci/run) hashes
+ * those relative paths, and the linux-x64 build, in this checkout or in
+ * the copy test/process/npm-pack-install.test.ts packs, then takes npm
+ * run build's objects instead of compiling them again.
+ */
+export const buildDir = (target) => join(root, `build-prebuild-${target}`);
+
 function fail(message) {
   console.error(`prebuilds: ${message}`);
   process.exit(1);
@@ -56,7 +66,7 @@ function build(target, outRoot, clean) {
       `; NODEMPI_PREBUILDS=${Object.keys(TARGETS).filter((k) => TARGETS[k].machine === machine()).join(',') || '<target>'}` +
       ' builds fewer targets');
   }
-  const dir = join(root, 'build', 'prebuilds', target);
+  const dir = buildDir(target);
   if (clean) rmSync(dir, { recursive: true, force: true });
   const defs = ['--CDNODEMPI_PORTABLE=ON'];
   if (!native) defs.push(`--CDCMAKE_TOOLCHAIN_FILE=${join(root, 'packaging', `toolchain-${t.triple}.cmake`)}`);

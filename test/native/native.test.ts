@@ -34,7 +34,10 @@ function configure(dir: string, options: string[]): string[] {
 const env = { NODEMPI_TEST_LONG: '0' };
 
 for (const flavour of flavours) {
-  const dir = join(root, 'build', 'native-tests', flavour.name);
+  // One level under the root, like npm run build's build/: the release
+  // core's sources then have the same paths relative to both builds, which
+  // is what CI's ccache hashes (CCACHE_BASEDIR, .ci/run).
+  const dir = join(root, `build-native-${flavour.name}`);
   const tests = configure(dir, flavour.options);
 
   describe(`C++ tests (${flavour.name})`, () => {

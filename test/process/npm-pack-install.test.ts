@@ -10,13 +10,25 @@
  * this test's time.
  *
  * The pack runs in a copy of the package's sources (package.json, lib/,
- * native/, scripts/, build files; node_modules linked), not in the
- * repository itself: prepack replaces prebuilds/ and writes dist/, which
- * every other suite running meanwhile may be reading. The copy is removed
- * afterwards, tarball and prebuilds with it.
+ * native/, scripts/, build files; node_modules), not in the repository
+ * itself: prepack replaces prebuilds/ and writes dist/, which every other
+ * suite running meanwhile may be reading. The copy is removed afterwards,
+ * prebuilds with it.
+ *
+ * The copy lies under build/, and in its node_modules the packages whose
+ * headers the addon's compile reads (node-addon-api; node-api-headers,
+ * which cmake-js finds from where cmake-js is installed) are copies, the
+ * rest links: every path in the copy's compile commands is then inside
+ * the copy, the same relative to its build directory as the repository's
+ * are to npm test's own build/, so CI's ccache (CCACHE_BASEDIR, .ci/run)
+ * gives it that build's objects instead of compiling them a second time.
+ * The tarball and the app it is installed into stay in the system's
+ * temporary directory, away from the repository's node_modules, where an
+ * import the installed package cannot resolve itself would otherwise
+ * succeed.
  */
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -26,14 +38,20 @@ import { leakedSegments, shmNames } from './util.js';
 
 const exec = promisify(execFile);
 const tmp = mkdtempSync(join(tmpdir(), 'nodempi-pack-'));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+mkdirSync(join(root, 'build'), { recursive: true });
+const copy = mkdtempSync(join(root, 'build', 'pack-'));
+afterAll(() => {
+  rmSync(tmp, { recursive: true, force: true });
+  rmSync(copy, { recursive: true, force: true });
+});
 
 // Whatever npm needs, and nothing that would make it build from source.
 const npmEnv: NodeJS.ProcessEnv = { ...process.env, npm_config_nodedir: '/usr', npm_config_update_notifier: 'false' };
 for (const k of ['NODEMPI_RANK', 'NODEMPI_SIZE', 'NODEMPI_FD', 'NODEMPI_ADDON']) delete npmEnv[k];
 
-// The pack compiles the addon: 116-147 s in CI's runs, and over 150 s in
-// one whose other worker ran heavy jobs meanwhile (2 cores).
+// The pack compiles the addon: 116-147 s in CI's runs before ccache served
+// its objects, and over 150 s in one whose other worker ran heavy jobs
+// meanwhile (2 cores); a run without ccache still takes that long.
 async function sh(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = npmEnv) {
   try {
     return await exec(cmd, args, { cwd, env, maxBuffer: 64 * 1024 * 1024, timeout: 400_000 });
@@ -47,12 +65,23 @@ test('npm pack, install with no compiler, run the installed nodempi, require() f
   const before = shmNames();
 
   // 1. A copy of the package sources, packed there.
-  const src = join(tmp, 'src');
+  const src = join(copy, 'src');
   for (const f of ['package.json', 'package-lock.json', '.npmrc', 'tsconfig.json', 'binding.gyp', 'CMakeLists.txt', 'README.md',
     'LICENSE', 'lib', 'native', 'scripts', 'packaging']) {
     if (existsSync(join(root, f))) cpSync(join(root, f), join(src, f), { recursive: true });
   }
-  symlinkSync(join(root, 'node_modules'), join(src, 'node_modules'), 'dir');
+  // node_modules: each package linked, but for the header packages and
+  // cmake-js (so that it finds node-api-headers in the copy), which are
+  // copied (under 1 MB).
+  mkdirSync(join(src, 'node_modules'));
+  for (const name of readdirSync(join(root, 'node_modules'))) {
+    const from = join(root, 'node_modules', name);
+    if (['cmake-js', 'node-addon-api', 'node-api-headers'].includes(name)) {
+      cpSync(from, join(src, 'node_modules', name), { recursive: true });
+    } else {
+      symlinkSync(from, join(src, 'node_modules', name));
+    }
+  }
   const packed = await sh('npm', ['pack', '--json', '--pack-destination', tmp], src, { ...npmEnv, NODEMPI_PREBUILDS: 'linux-x64' });
   // prepack's own output (tsc, the compiler) comes first on stdout; npm's JSON is last.
   const info = JSON.parse(packed.stdout.slice(packed.stdout.search(/^\[$/m))) as { filename: string; files: { path: string }[] }[];
