@@ -42,6 +42,8 @@ export const PREBUILD_NAME = 'nodempi.glibc.node';
  * those relative paths, and the linux-x64 build, in this checkout or in
  * the copy test/process/npm-pack-install.test.ts packs, then takes npm
  * run build's objects instead of compiling them again.
+ * @param {string} target
+ * @returns {string}
  */
 export const buildDir = (target) => join(root, `build-prebuild-${target}`);
 

@@ -151,11 +151,11 @@ describe('linux-arm64 under qemu-user (Node arm64, glibc 2.31)', () => {
   // tests. Linked statically; its copies for NODEMPI_KERNELS values
   // start through qemu as well (KERNELS_TEST_RUNNER).
   it('test/native/kernels_test.cc passes on arm64, where auto picks NEON', async () => {
-    const exe = join(buildDir('linux-arm64') as string, 'kernels_test');
+    const exe = join(buildDir('linux-arm64'), 'kernels_test');
     const build = JSON.parse(readFileSync(join(root, 'native', 'build.json'), 'utf8')) as { cxxStandard: number; flags: string[] };
     const cc = await run('aarch64-linux-gnu-g++', [`-std=c++${build.cxxStandard}`, ...build.flags, '-O2', '-Werror',
       '-I', join(root, 'native'), join(root, 'test', 'native', 'kernels_test.cc'),
-      join(buildDir('linux-arm64') as string, 'libnodempi_core.a'), '-static', '-pthread', '-o', exe]);
+      join(buildDir('linux-arm64'), 'libnodempi_core.a'), '-static', '-pthread', '-o', exe]);
     expect(cc.status, explain(cc)).toBe(0);
     const r = await run('qemu-aarch64', [exe], { env: { KERNELS_TEST_RUNNER: 'qemu-aarch64' }, limitMs: 840_000 });
     expect(r.status, explain(r)).toBe(0);
