@@ -85,7 +85,9 @@ void test_geometry() {
     CHECK_EQ(g.half_bytes, size_t(n <= 8 ? 256 * 1024 : n <= 32 ? 64 * 1024 : 16 * 1024));
     CHECK(g.ctrl_offset % 4096 == 0 && g.slots_offset % 4096 == 0);
     CHECK(g.ctrl_offset >= sizeof(Header));
-    CHECK(g.slots_offset >= g.ctrl_offset + sizeof(CtrlLine) * kContexts * n);
+    CHECK(g.headers_offset % 4096 == 0);
+    CHECK(g.headers_offset >= g.ctrl_offset + sizeof(CtrlLine) * kContexts * n);
+    CHECK(g.slots_offset >= g.headers_offset + kHeaderLines * kCacheLine * kContexts * n);
     // Slot sets belong to ranks: kSets of them each, mostly never touched.
     CHECK(g.doorbells_offset % 4096 == 0 && g.rings_offset % 4096 == 0);
     CHECK(g.doorbells_offset >= g.slots_offset + size_t(n) * kSets * 2 * g.half_bytes);
@@ -280,10 +282,23 @@ void test_layout() {
   for (uint32_t c = 0; c < kContexts; ++c) {
     for (uint32_t m = 0; m < 3; ++m) {
       auto* line = reinterpret_cast<uint8_t*>(seg->ctrl(c, m));
-      bad += !(line >= base + g.ctrl_offset && line + sizeof(CtrlLine) <= base + g.slots_offset);
+      bad += !(line >= base + g.ctrl_offset && line + sizeof(CtrlLine) <= base + g.headers_offset);
       bad += reinterpret_cast<uintptr_t>(line) % kCacheLine != 0;
       bad += prev && line != prev + sizeof(CtrlLine);
       prev = line;
+    }
+  }
+  CHECK_EQ(bad, size_t(0));
+  // Each member's ring of header lines, one after another, between the
+  // control lines and the slot sets.
+  prev = nullptr;
+  for (uint32_t c = 0; c < kContexts; ++c) {
+    for (uint32_t m = 0; m < 3; ++m) {
+      uint8_t* h = seg->headers(c, m);
+      bad += !(h >= base + g.headers_offset && h + kHeaderLines * kCacheLine <= base + g.slots_offset);
+      bad += reinterpret_cast<uintptr_t>(h) % kCacheLine != 0;
+      bad += prev && h != prev + kHeaderLines * kCacheLine;
+      prev = h;
     }
   }
   CHECK_EQ(bad, size_t(0));

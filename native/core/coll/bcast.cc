@@ -20,12 +20,15 @@ namespace nodempi::coll {
 //
 // With NODEMPI_CHECK_SAME=0, a bcast of one phase returns on the root once
 // its post is out, as MPI lets a root do: the readers compare their
-// signatures with the root's only, and the root's next collective on the
-// communicator waits for their posts of this phase (open() waits for every
-// peer's previous post before it writes the half), so it runs at most one
-// collective ahead. Back to back, a bcast then costs one line transfer to
-// each reader rather than a round trip (bench/CORE.md). A root that does
-// not wait cannot throw ERR_NOT_SAME: hence not by default.
+// signatures with the root's only. How far ahead the root may run is how
+// far back its next write reaches: a message that fits the header line
+// (16 bytes or less) writes no slot half, only the line, which its readers
+// are done with kHeaderLines - 1 phases later (open_header_only), so the
+// root may post that many such bcasts before it waits for anyone; a larger
+// one writes a half, and open() waits for every peer's previous post first,
+// so at most one collective ahead. Back to back, a bcast then costs about a
+// line transfer to each reader rather than a round trip (bench/CORE.md). A
+// root that does not wait cannot throw ERR_NOT_SAME: hence not by default.
 void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
   Round round(c);
   if (c.size() == 1) return;
@@ -42,11 +45,12 @@ void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
     if (d.finish(ok, "bcast")) return;
   }
   const bool ahead = !tuning().check_same && bytes <= chunk && !d.signed_();
+  const bool header_only = ahead && bytes <= sizeof(SlotHeader::addr);
   size_t off = 0;
   do {
     size_t len = std::min(chunk, bytes - off);
     const bool first = off == 0 && !d.signed_();
-    uint32_t s = first ? c.open(sig, "bcast") : c.next_phase();
+    uint32_t s = !first ? c.next_phase() : header_only ? c.open_header_only(sig, "bcast") : c.open(sig, "bcast");
     if (c.rank() == root) {
       if (!first) c.acquire_slot(s, "bcast");
       buf.read(off, len, c.data(root, s, bytes));

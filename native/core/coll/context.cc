@@ -34,12 +34,18 @@ Context::Context(transport::Segment* seg, uint32_t id, uint32_t rank, std::vecto
   lines_.resize(size_);
   slots_.assign(size_t(size_) * 2, nullptr);
   sets_.assign(size_, transport::SlotSets::kNone);
-  for (uint32_t r = 0; r < size_; ++r) lines_[r] = seg_->ctrl(id_, r);
+  headers_.resize(size_);
+  for (uint32_t r = 0; r < size_; ++r) {
+    lines_[r] = seg_->ctrl(id_, r);
+    headers_[r] = seg_->headers(id_, r);
+  }
   // The generation tells this use of the context from earlier ones (the
   // leader took it before the collective that told us its id).
   owner_ = {id_, seg_->header()->contexts_state[id_].generation.load(std::memory_order_acquire), size_, rank_};
   // Phases are never reset; a new context continues from what is posted.
   seq_ = lines_[rank_]->seq.load(std::memory_order_acquire);
+  // Nothing seen yet: far enough behind that every first wait reads the line.
+  seen_.assign(size_, seq_ - (1u << 30));
 }
 
 void Context::begin() {
@@ -87,6 +93,18 @@ const char* kind_name(uint32_t kind) {
 uint32_t Context::open(const Signature& sig, const char* what) {
   uint32_t s = next_phase();
   acquire_slot(s, what);
+  header(rank_, s)->sig = sig;
+  opened_ = s;
+  return s;
+}
+
+uint32_t Context::open_header_only(const Signature& sig, const char* what) {
+  uint32_t s = next_phase();
+  // Phase s - kHeaderLines used this line; a peer that has posted the phase
+  // after it has read it.
+  for (uint32_t r = 0; r < size_; ++r) {
+    if (r != rank_) wait(r, s - transport::kHeaderLines + 1, what);
+  }
   header(rank_, s)->sig = sig;
   opened_ = s;
   return s;
@@ -211,7 +229,8 @@ void Context::post(uint32_t s) {
 }
 
 void Context::wait(uint32_t peer, uint32_t s, const char* what, const void* touch) {
-  transport::wait_for(lines_[peer], s, policy_, live_, world_ranks_[peer], what, touch);
+  if (transport::seq_reached(seen_[peer], s)) return;
+  seen_[peer] = transport::wait_for(lines_[peer], s, policy_, live_, world_ranks_[peer], what, touch);
   see(peer);
 }
 

@@ -8,7 +8,9 @@
 // before it posts s+1, so a writer may reuse half (s & 1) for phase s+2 once
 // every peer has posted s+1 (acquire_slot). Messages larger than a half are
 // cut into chunks, one phase each, which pipelines them: the writer fills
-// one half while readers drain the other.
+// one half while readers drain the other. Each phase also has a header line
+// per rank, from a ring of transport::kHeaderLines, read under the same rule
+// and so free again kHeaderLines - 1 phases later.
 //
 // The first phase of every collective carries each rank's signature (what
 // it called, with which root, op, datatype and size) and every rank waits
@@ -57,14 +59,21 @@ enum Kind : uint32_t {
 };
 const char* kind_name(uint32_t kind);
 
+// What a member says about one phase, besides the data in its slot half.
+// It lives in the member's ring of header lines for the context
+// (transport::kHeaderLines), not in the half, so a phase whose message fits
+// here (a small bcast's) writes no half at all.
 struct SlotHeader {
   uint64_t phases;  // v-collectives: how many phases the writer needs
   uint64_t bytes;   // what the writer sends, for truncation checks
   Signature sig;    // first phase of a collective
   uint64_t addr[2];  // single-copy path: buffer addresses, then the copy status
 };
-constexpr size_t kHeaderBytes = sizeof(SlotHeader);
-static_assert(kHeaderBytes == 64, "one cache line of header per slot half");
+static_assert(sizeof(SlotHeader) == transport::kCacheLine, "one cache line per header");
+// The first bytes of each slot half, which carried its header before the
+// header lines did; the data still starts after them, so chunk sizes (and
+// the tests that straddle them) stay as they were.
+constexpr size_t kHeaderBytes = 64;
 
 class Context {
  public:
@@ -91,6 +100,11 @@ class Context {
   // bcast whose root does not wait for its readers: coll/bcast.cc).
   static constexpr uint32_t kEveryone = UINT32_MAX;
   void agree(uint32_t s, const char* what, uint32_t with = kEveryone);
+  // The first phase of a collective that writes no slot half (all it sends
+  // fits the header): waits only until every peer has read the header line
+  // it reuses, kHeaderLines - 1 phases back, so a bcast root may run that
+  // many collectives ahead of its readers (coll/bcast.cc).
+  uint32_t open_header_only(const Signature& sig, const char* what);
   // Wait until every peer has posted s-1, so this rank may overwrite its
   // slot half for phase s.
   void acquire_slot(uint32_t s, const char* what);
@@ -125,10 +139,11 @@ class Context {
   // Member's data for phase s: valid once this rank has waited for that
   // member's post of phase s (or, its own, inside a Round).
   uint8_t* slot(uint32_t member, uint32_t s) const { return slots_[member * 2 + (s & 1)] + kHeaderBytes; }
-  // A small header in front of each slot half, written and read under the
-  // same rules as the data: how many phases a v-collective takes, and so on.
+  // Member's header line for phase s, written and read under the same rules
+  // as the data: its signature, how many phases a v-collective takes, and so
+  // on.
   SlotHeader* header(uint32_t member, uint32_t s) const {
-    return reinterpret_cast<SlotHeader*>(slots_[member * 2 + (s & 1)]);
+    return reinterpret_cast<SlotHeader*>(headers_[member]) + s % transport::kHeaderLines;
   }
   // Member's data for phase s of a collective where each member sends
   // `bytes` (the same on every rank; agree() compares them before anyone
@@ -163,6 +178,11 @@ class Context {
   uint64_t serial_;
   std::vector<transport::CtrlLine*> lines_;
   std::vector<uint8_t*> slots_;
+  std::vector<uint8_t*> headers_;
+  // The last phase seen posted by each member: a wait for one already seen
+  // reads nothing, so a reader whose root runs ahead (or a root whose
+  // readers are far enough along) does not fetch the peer's line each call.
+  std::vector<uint32_t> seen_;
   std::vector<uint32_t> sets_;  // the set each member's slots_ point into
   transport::SlotSets::Owner owner_{};
   uint32_t depth_ = 0;  // nested begin()s

@@ -45,7 +45,9 @@ Geometry Geometry::for_ranks(uint32_t nranks) {
   g.half_bytes = std::max(g.half_bytes, size_t(nranks) * 64);
   g.ctrl_offset = round_up(sizeof(Header), kPage);
   size_t ctrl_bytes = sizeof(CtrlLine) * size_t(kContexts) * nranks;
-  g.slots_offset = round_up(g.ctrl_offset + ctrl_bytes, kPage);
+  g.headers_offset = round_up(g.ctrl_offset + ctrl_bytes, kPage);
+  size_t header_bytes = kHeaderLines * kCacheLine * size_t(kContexts) * nranks;
+  g.slots_offset = round_up(g.headers_offset + header_bytes, kPage);
   size_t slots_end = g.slots_offset + size_t(nranks) * kSets * 2 * g.half_bytes;
   // Point-to-point: a ring per ordered pair. Like the slot sets these are
   // holes until used: a pair that never talks costs no memory.
@@ -60,9 +62,10 @@ Segment::Segment() = default;
 
 namespace {
 
-// The slot sets and rings are mostly holes; a core dump need not write them out.
+// The header lines, slot sets and rings are mostly holes; a core dump need
+// not write them out.
 void no_dump(void* base, const Geometry& geo) {
-  madvise(static_cast<uint8_t*>(base) + geo.slots_offset, geo.total_bytes - geo.slots_offset, MADV_DONTDUMP);
+  madvise(static_cast<uint8_t*>(base) + geo.headers_offset, geo.total_bytes - geo.headers_offset, MADV_DONTDUMP);
 }
 
 }  // namespace
@@ -226,6 +229,11 @@ Doorbell* Segment::doorbell(uint32_t rank) const {
 Ring* Segment::ring(uint32_t src, uint32_t dst) const {
   size_t index = size_t(src) * geo_.nranks + dst;
   return reinterpret_cast<Ring*>(static_cast<uint8_t*>(base_) + geo_.rings_offset + index * geo_.ring_stride);
+}
+
+uint8_t* Segment::headers(uint32_t context, uint32_t member) const {
+  size_t index = size_t(context) * geo_.nranks + member;
+  return static_cast<uint8_t*>(base_) + geo_.headers_offset + index * kHeaderLines * kCacheLine;
 }
 
 uint8_t* Segment::slot(uint32_t rank, uint32_t set, uint32_t half) const {

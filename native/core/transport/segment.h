@@ -4,6 +4,7 @@
 // Layout (every part page-aligned, offsets computed from the header alone):
 //   Header          magic, version, world size, pids, liveness, abort state
 //   control lines   [context][member] one 128-byte CtrlLine each
+//   header lines    [context][member] kHeaderLines cache lines each
 //   slot sets       [set][world rank] two halves of `half_bytes` each
 //   doorbells       [world rank] one Doorbell each (point-to-point)
 //   rings           [src][dst] one Ring per ordered pair of world ranks
@@ -31,11 +32,16 @@
 namespace nodempi::transport {
 
 constexpr uint64_t kMagic = 0x69706d65646f6e31ull;  // "1nodempi"
-constexpr uint32_t kVersion = 6;  // 6: point-to-point senders move a doorbell only for sleepers
+constexpr uint32_t kVersion = 7;  // 7: a ring of header lines per context member
 constexpr uint32_t kMaxRanks = 256;
 constexpr uint32_t kContexts = 4096;  // COMM_WORLD is context 0; the rest are a pool
 constexpr uint32_t kSets = kContexts;  // slot sets per rank
 constexpr size_t kCacheLine = 64;
+// Each member of a context writes the header of phase s (its signature, a
+// small message; coll/context.h) into line s mod kHeaderLines of its own
+// ring, so a rank that writes nothing else in a phase may run that many
+// phases, less one, ahead of its readers (coll/bcast.cc).
+constexpr uint32_t kHeaderLines = 16;
 
 // One rank's published state in one communicator context. `seq` is the last
 // phase this rank has posted; peers spin or futex-wait on it. `waiters` lives
@@ -160,6 +166,7 @@ struct Geometry {
   uint32_t nranks;
   size_t half_bytes;
   size_t ctrl_offset;
+  size_t headers_offset;
   size_t slots_offset;
   size_t doorbells_offset;
   size_t rings_offset;
@@ -194,6 +201,8 @@ class Segment {
 
   // The control line of `member` (its rank in the communicator) of `context`.
   CtrlLine* ctrl(uint32_t context, uint32_t member) const;
+  // The kHeaderLines header lines of `member` of `context`.
+  uint8_t* headers(uint32_t context, uint32_t member) const;
   // Takes a free context for a new communicator of `members` ranks and
   // resets its control lines; -1 when the pool is exhausted.
   int alloc_context(uint32_t members);

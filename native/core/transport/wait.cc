@@ -100,9 +100,10 @@ __attribute__((no_sanitize("thread"))) void touch_line(const void* line) {
 }
 }  // namespace
 
-void wait_for(CtrlLine* line, uint32_t target, const WaitPolicy& policy, const Liveness& live,
-              uint32_t peer_world_rank, const char* what, const void* touch) {
-  if (seq_reached(line->seq.load(std::memory_order_acquire), target)) return;
+uint32_t wait_for(CtrlLine* line, uint32_t target, const WaitPolicy& policy, const Liveness& live,
+                  uint32_t peer_world_rank, const char* what, const void* touch) {
+  uint32_t v = line->seq.load(std::memory_order_acquire);
+  if (seq_reached(v, target)) return v;
 
   uint64_t start = now_ns();
   // 1. Spin: a peer on another core usually posts within microseconds.
@@ -110,7 +111,7 @@ void wait_for(CtrlLine* line, uint32_t target, const WaitPolicy& policy, const L
     for (uint32_t i = 1;; ++i) {
       cpu_relax();
       if (touch) touch_line(touch);
-      if (seq_reached(line->seq.load(std::memory_order_acquire), target)) return;
+      if (seq_reached(v = line->seq.load(std::memory_order_acquire), target)) return v;
       if ((i & 63) == 0 && now_ns() - start >= policy.spin_ns) break;
     }
   }
@@ -118,7 +119,7 @@ void wait_for(CtrlLine* line, uint32_t target, const WaitPolicy& policy, const L
   //    paying a futex wake-up (tens of microseconds).
   for (uint32_t i = 1;; ++i) {
     sched_yield();
-    if (seq_reached(line->seq.load(std::memory_order_acquire), target)) return;
+    if (seq_reached(v = line->seq.load(std::memory_order_acquire), target)) return v;
     if ((i & 15) == 0 && now_ns() - start >= uint64_t(policy.spin_ns) + policy.yield_ns) break;
   }
   // 3. Sleep, waking every slice to check that the peer is alive.
@@ -126,18 +127,18 @@ void wait_for(CtrlLine* line, uint32_t target, const WaitPolicy& policy, const L
     std::string failed = live.failure(peer_world_rank);
     if (!failed.empty()) {
       // The peer may have posted just before it exited.
-      if (seq_reached(line->seq.load(std::memory_order_acquire), target)) return;
+      if (seq_reached(v = line->seq.load(std::memory_order_acquire), target)) return v;
       throw CoreError(ErrorClass::PROC_FAILED, std::string(what) + ": " + failed);
     }
     line->waiters.fetch_add(1, std::memory_order_seq_cst);
     uint32_t seen = line->seq.load(std::memory_order_seq_cst);
     if (seq_reached(seen, target)) {
       line->waiters.fetch_sub(1, std::memory_order_relaxed);
-      return;
+      return seen;
     }
     futex_wait(&line->seq, seen, kSleepSliceNs);
     line->waiters.fetch_sub(1, std::memory_order_relaxed);
-    if (seq_reached(line->seq.load(std::memory_order_acquire), target)) return;
+    if (seq_reached(v = line->seq.load(std::memory_order_acquire), target)) return v;
   }
 }
 

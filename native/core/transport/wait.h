@@ -57,7 +57,8 @@ class Liveness {
 // error messages. `touch`, when not null, is a line of the peer's that the
 // caller reads right after the post: the spin reads it too, so that the
 // line the peer wrote before posting is usually here when the post is.
-void wait_for(CtrlLine* line, uint32_t target, const WaitPolicy& policy, const Liveness& live,
-              uint32_t peer_world_rank, const char* what, const void* touch = nullptr);
+// Returns the phase seen posted, `target` or later.
+uint32_t wait_for(CtrlLine* line, uint32_t target, const WaitPolicy& policy, const Liveness& live,
+                  uint32_t peer_world_rank, const char* what, const void* touch = nullptr);
 
 }  // namespace nodempi::transport
