@@ -1,6 +1,7 @@
 #include "core/transport/wait.h"
 
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -22,6 +23,27 @@ bool process_gone(int32_t pid) { return pid > 0 && kill(pid, 0) != 0 && errno ==
 // How long a sleeping waiter stays asleep before it looks at liveness again.
 constexpr long kSleepSliceNs = 20 * 1000 * 1000;
 
+// A post must not miss a waiter that is going to sleep: the poster stores
+// its phase then reads the waiter count, the waiter adds itself then reads
+// the phase, and one of them needs a store-load fence between the two. On
+// the poster's side that fence waits for the line to come back from the
+// core polling it, on every post: a third of what a bcast whose root runs
+// ahead costs (bench/CORE.md, "A ring of header lines"). So the waiter pays
+// instead, once per sleep (after its spin and yield), with membarrier(2),
+// which runs a full barrier on every CPU that runs a process registered
+// here: a post whose phase it cannot see yet then sees its count. Where the
+// kernel or a seccomp filter refuses, posts keep the fence (and a rank that
+// could not register sleeps in slices, kSleepSliceNs, so a wake missed
+// between such ranks costs a slice, never a hang).
+bool waiters_fence() {
+  static const bool ok = [] {
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    return cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
+           syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+  }();
+  return ok;
+}
+
 }  // namespace
 
 // Shared between processes: not FUTEX_PRIVATE.
@@ -42,6 +64,9 @@ bool oversubscribed(uint32_t nranks) {
 }
 
 WaitPolicy WaitPolicy::for_job(uint32_t nranks) {
+  // Registered before this process's first post, so no sleeper's barrier
+  // can pass it by.
+  waiters_fence();
   const Tuning& t = tuning();
   // When ranks outnumber cores, spinning steals the core the peer needs to
   // make progress; go straight to yielding.
@@ -53,10 +78,12 @@ WaitPolicy WaitPolicy::for_job(uint32_t nranks) {
 }
 
 void post(CtrlLine* line, uint32_t value) {
+  const bool sleepers_fence = waiters_fence();
   line->seq.store(value, std::memory_order_release);
   // Pairs with the waiter's fetch_add + re-check: either the waiter sees the
-  // new value, or we see its waiter count and wake it.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // new value, or we see its waiter count and wake it (waiters_fence).
+  if (sleepers_fence) std::atomic_signal_fence(std::memory_order_seq_cst);
+  else std::atomic_thread_fence(std::memory_order_seq_cst);
   if (line->waiters.load(std::memory_order_relaxed) != 0) futex_wake_all(&line->seq);
 }
 
@@ -131,6 +158,7 @@ uint32_t wait_for(CtrlLine* line, uint32_t target, const WaitPolicy& policy, con
       throw CoreError(ErrorClass::PROC_FAILED, std::string(what) + ": " + failed);
     }
     line->waiters.fetch_add(1, std::memory_order_seq_cst);
+    if (waiters_fence()) syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
     uint32_t seen = line->seq.load(std::memory_order_seq_cst);
     if (seq_reached(seen, target)) {
       line->waiters.fetch_sub(1, std::memory_order_relaxed);
