@@ -113,7 +113,8 @@ try {
       '`ERR_NOT_SAME`, and the slot a rank writes next), so each costs a round trip between the ranks, as a',
       'barrier does, in the core as much as from JavaScript. "checks off" is nodempi with `NODEMPI_CHECK_SAME=0`,',
       'where a bcast of one phase returns on its root once its message is out and only the readers compare',
-      'signatures (with the root\'s); every other collective runs as in the nodempi column.', '');
+      'signatures (with the root\'s); at 16 bytes or less the message travels in the root\'s ring of header lines,',
+      'so the root runs up to 15 calls ahead. Every other collective runs as in the nodempi column.', '');
   } else {
     L.push('## Per call', '', 'Timing is the sweeps\' everywhere: each call timed on its own and followed by an untimed barrier',
       '(barrier: back to back), mean per call, max over ranks; the table shows the median over runs.', '');
