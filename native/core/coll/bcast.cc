@@ -23,7 +23,7 @@ namespace nodempi::coll {
 // signatures with the root's only. How far ahead the root may run is how
 // far back its next write reaches: a message that fits the header line
 // (16 bytes or less) writes no slot half, only the line, which its readers
-// are done with kHeaderLines - 1 phases later (open_header_only), so the
+// are done with kHeaderLines - 1 phases later (Context::open), so the
 // root may post that many such bcasts before it waits for anyone; a larger
 // one writes a half, and open() waits for every peer's previous post first,
 // so at most one collective ahead. Back to back, a bcast then costs about a
@@ -50,7 +50,7 @@ void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
   do {
     size_t len = std::min(chunk, bytes - off);
     const bool first = off == 0 && !d.signed_();
-    uint32_t s = !first ? c.next_phase() : header_only ? c.open_header_only(sig, "bcast") : c.open(sig, "bcast");
+    uint32_t s = first ? c.open(sig, "bcast", header_only) : c.next_phase();
     if (c.rank() == root) {
       if (!first) c.acquire_slot(s, "bcast");
       buf.read(off, len, c.data(root, s, bytes));

@@ -90,21 +90,12 @@ const char* kind_name(uint32_t kind) {
   return kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 
-uint32_t Context::open(const Signature& sig, const char* what) {
+uint32_t Context::open(const Signature& sig, const char* what, bool header_only) {
   uint32_t s = next_phase();
-  acquire_slot(s, what);
-  header(rank_, s)->sig = sig;
-  opened_ = s;
-  return s;
-}
-
-uint32_t Context::open_header_only(const Signature& sig, const char* what) {
-  uint32_t s = next_phase();
-  // Phase s - kHeaderLines used this line; a peer that has posted the phase
-  // after it has read it.
-  for (uint32_t r = 0; r < size_; ++r) {
-    if (r != rank_) wait(r, s - transport::kHeaderLines + 1, what);
-  }
+  // Phase s - kHeaderLines used this header line; a peer that has posted
+  // the phase after it has read it.
+  if (header_only) wait_all(s - transport::kHeaderLines + 1, what);
+  else acquire_slot(s, what);
   header(rank_, s)->sig = sig;
   opened_ = s;
   return s;
@@ -217,11 +208,7 @@ int32_t Context::pid(uint32_t member) const {
   return seg_->header()->ranks[world_ranks_[member]].pid.load(std::memory_order_acquire);
 }
 
-void Context::acquire_slot(uint32_t s, const char* what) {
-  for (uint32_t r = 0; r < size_; ++r) {
-    if (r != rank_) wait(r, s - 1, what);
-  }
-}
+void Context::acquire_slot(uint32_t s, const char* what) { wait_all(s - 1, what); }
 
 void Context::post(uint32_t s) {
   seq_ = s;

@@ -92,19 +92,17 @@ class Context {
   uint32_t next_phase() const { return seq_ + 1; }
   // First phase of a collective: waits until this rank's half is free and
   // writes `sig` into its header. The caller fills its data, posts, then
-  // calls agree().
-  uint32_t open(const Signature& sig, const char* what);
+  // calls agree(). `header_only`: the collective writes no slot half (all it
+  // sends fits the header), so it waits only until every peer has read the
+  // header line it reuses, kHeaderLines - 1 phases back: a bcast root may
+  // run that many collectives ahead of its readers (coll/bcast.cc).
+  uint32_t open(const Signature& sig, const char* what, bool header_only = false);
   // Waits for every peer's first phase and compares signatures; throws
   // CoreError(NOT_SAME) on every rank alike when they differ. With a
   // member `with`, waits for that one only and compares with it alone (a
   // bcast whose root does not wait for its readers: coll/bcast.cc).
   static constexpr uint32_t kEveryone = UINT32_MAX;
   void agree(uint32_t s, const char* what, uint32_t with = kEveryone);
-  // The first phase of a collective that writes no slot half (all it sends
-  // fits the header): waits only until every peer has read the header line
-  // it reuses, kHeaderLines - 1 phases back, so a bcast root may run that
-  // many collectives ahead of its readers (coll/bcast.cc).
-  uint32_t open_header_only(const Signature& sig, const char* what);
   // Wait until every peer has posted s-1, so this rank may overwrite its
   // slot half for phase s.
   void acquire_slot(uint32_t s, const char* what);

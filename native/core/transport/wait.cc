@@ -35,7 +35,7 @@ constexpr long kSleepSliceNs = 20 * 1000 * 1000;
 // kernel or a seccomp filter refuses, posts keep the fence (and a rank that
 // could not register sleeps in slices, kSleepSliceNs, so a wake missed
 // between such ranks costs a slice, never a hang).
-bool waiters_fence() {
+bool sleepers_fence() {
   static const bool ok = [] {
     long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
     return cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
@@ -66,7 +66,7 @@ bool oversubscribed(uint32_t nranks) {
 WaitPolicy WaitPolicy::for_job(uint32_t nranks) {
   // Registered before this process's first post, so no sleeper's barrier
   // can pass it by.
-  waiters_fence();
+  sleepers_fence();
   const Tuning& t = tuning();
   // When ranks outnumber cores, spinning steals the core the peer needs to
   // make progress; go straight to yielding.
@@ -78,11 +78,11 @@ WaitPolicy WaitPolicy::for_job(uint32_t nranks) {
 }
 
 void post(CtrlLine* line, uint32_t value) {
-  const bool sleepers_fence = waiters_fence();
+  const bool fenced_by_sleepers = sleepers_fence();
   line->seq.store(value, std::memory_order_release);
   // Pairs with the waiter's fetch_add + re-check: either the waiter sees the
-  // new value, or we see its waiter count and wake it (waiters_fence).
-  if (sleepers_fence) std::atomic_signal_fence(std::memory_order_seq_cst);
+  // new value, or we see its waiter count and wake it (sleepers_fence).
+  if (fenced_by_sleepers) std::atomic_signal_fence(std::memory_order_seq_cst);
   else std::atomic_thread_fence(std::memory_order_seq_cst);
   if (line->waiters.load(std::memory_order_relaxed) != 0) futex_wake_all(&line->seq);
 }
@@ -158,7 +158,7 @@ uint32_t wait_for(CtrlLine* line, uint32_t target, const WaitPolicy& policy, con
       throw CoreError(ErrorClass::PROC_FAILED, std::string(what) + ": " + failed);
     }
     line->waiters.fetch_add(1, std::memory_order_seq_cst);
-    if (waiters_fence()) syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
+    if (sleepers_fence()) syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
     uint32_t seen = line->seq.load(std::memory_order_seq_cst);
     if (seq_reached(seen, target)) {
       line->waiters.fetch_sub(1, std::memory_order_relaxed);
