@@ -6,7 +6,7 @@
 // Build (CMakeLists.txt's NODEMPI_BENCH targets, the core's flags) and run
 // from the repository root:
 //   cmake -S . -B build/bench -DNODEMPI_BENCH=ON
-//   cmake --build build/bench --target core_latency && build/bench/core_latency [ranks] [bytes] [tight]
+//   cmake --build build/bench --target core_latency && build/bench/core_latency [ranks] [bytes] [tight|spaced] [collective]
 //
 // The process creates a segment as the launcher does and forks the ranks,
 // which attach to it. Timing follows the JavaScript sweep (bench/lib/
@@ -38,6 +38,9 @@ using namespace nodempi;
 namespace {
 
 bool g_tight = false;  // set before the ranks are forked
+const char* g_only = nullptr;  // one collective by name, or all
+
+bool chosen(const char* name) { return !g_only || std::strcmp(g_only, name) == 0; }
 
 double now_ns() {
   return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -103,6 +106,7 @@ void run_rank(int fd, uint32_t me, uint32_t n, size_t bytes, Results* out) {
   coll::Context c(seg, 0, me, world);
   std::vector<Case> all = cases(n, me, bytes);
   for (size_t k = 0; k < all.size(); ++k) {
+    if (!chosen(all[k].name)) continue;
     auto& call = all[k].call;
     const bool separate = k != 0 && !g_tight;  // case 0 is the barrier
     for (int i = 0; i < kCalls; ++i) {  // warm-up
@@ -135,8 +139,9 @@ int main(int argc, char** argv) {
   const uint32_t n = argc > 1 ? uint32_t(std::atoi(argv[1])) : 2;
   const size_t bytes = argc > 2 ? size_t(std::atoll(argv[2])) : 8;
   g_tight = argc > 3 && std::strcmp(argv[3], "tight") == 0;
-  if (n < 1 || n > 64 || bytes % 8 != 0 || bytes == 0) {
-    std::fprintf(stderr, "usage: core_latency [ranks 1-64] [bytes, a multiple of 8] [tight]\n");
+  g_only = argc > 4 ? argv[4] : nullptr;
+  if (n < 1 || n > 64 || bytes % 8 != 0 || bytes == 0 || (argc > 3 && !g_tight && std::strcmp(argv[3], "spaced") != 0)) {
+    std::fprintf(stderr, "usage: core_latency [ranks 1-64] [bytes, a multiple of 8] [tight|spaced] [collective]\n");
     return 2;
   }
   std::string err;
@@ -160,6 +165,7 @@ int main(int argc, char** argv) {
   }
   std::vector<Case> all = cases(n, 0, bytes);
   for (size_t k = 0; k < all.size(); ++k) {
+    if (!chosen(all[k].name)) continue;
     double trial[kTrials];
     for (int t = 0; t < kTrials; ++t) {
       trial[t] = 0;

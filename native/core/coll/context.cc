@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -129,6 +130,14 @@ void Context::agree(uint32_t s, const char* what, uint32_t with) {
   // the comparison, to measure what always-on mismatch detection costs.
   return;
 #endif
+  // Almost always every signature is the same, byte for byte: then no field
+  // can differ, and one comparison per peer says so.
+  const Signature& mine = header(rank_, s)->sig;
+  bool same = true;
+  for (uint32_t r = 0; r < size_; ++r) {
+    if (r != rank_ && counts(r)) same = same && std::memcmp(&header(r, s)->sig, &mine, sizeof mine) == 0;
+  }
+  if (same) return;
   // Compare everyone with rank 0, field by field; report the first field
   // that differs, with who said what.
   // Fields a rank leaves open (no root known, no size to compare) are

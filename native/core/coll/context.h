@@ -23,6 +23,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "core/transport/segment.h"
@@ -45,6 +46,7 @@ struct Signature {
   uint32_t direct = 0;   // single-copy path (coll/direct.h): bit 1 compared, bits 0 and 2 not
 };
 static_assert(sizeof(Signature) == 32, "the signature fits its slot header");
+static_assert(std::has_unique_object_representations_v<Signature>, "no padding: agree() compares signatures as bytes");
 
 // Passed as the root by intercommunicator members that neither send nor
 // receive (MPI_PROC_NULL) and so need not know where the root is.
