@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { describe, expect, it } from 'vitest';
-import { explain, runJob, worldSizes } from '../helpers/job.js';
+import { expectPassed, explain, runJob, worldSizes } from '../helpers/job.js';
 
 describe('collective mismatch detection', () => {
   for (const np of worldSizes) {
@@ -24,6 +24,14 @@ describe('NODEMPI_CHECK_SAME=0', () => {
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
+    });
+    // A bcast of 16 bytes or less then holds no slot set (coll/bcast.cc):
+    // from progress lanes and persistent templates too, between collectives
+    // that do, every value exact.
+    it(`runs nonblocking and persistent collectives beside bcasts in the header line at np=${np}`, async () => {
+      const env = { NODEMPI_CHECK_SAME: '0' };
+      expectPassed(await runJob(np, 'nonblocking/kinds.mjs', ['0,1,2,7'], { env }), { name: 'nonblocking kinds', np });
+      expectPassed(await runJob(np, 'nonblocking/persistent.mjs', ['200'], { env }), { name: 'persistent', np });
     });
   }
 });
