@@ -60,6 +60,7 @@
 #include "core/kernels/kernels.h"
 #include "core/transport/segment.h"
 #include "core/transport/slot_sets.h"
+#include "core/tuning.h"
 
 using namespace nodempi;
 using namespace nodempi::coll;
@@ -149,7 +150,7 @@ constexpr uint8_t kUntouched = 0xcd;
 
 // Sizes in bytes around the places where the algorithms change: nothing,
 // tiny, one slot half (`h` data bytes) and a little more, several halves.
-std::vector<size_t> sizes_around(size_t h) { return {0, 1, 8, 1000, h - 1, h, h + 1, 2 * h + 3, 3 * h + 5}; }
+std::vector<size_t> sizes_around(size_t h) { return {0, 1, 8, 16, 17, 1000, h - 1, h, h + 1, 2 * h + 3, 3 * h + 5}; }
 
 // ---- 1. barrier -----------------------------------------------------------------
 
@@ -882,6 +883,20 @@ int main(int argc, char** argv) {
       test_many_contexts(r, 0);
       barrier(r.c);
     });
+    // NODEMPI_CHECK_SAME=0: bcast roots that run ahead (at 16 B or less
+    // with no slot set held, coll/bcast.cc) beside collectives that hold
+    // one, on contexts whose slot sets move from one to the next.
+    setenv("NODEMPI_CHECK_SAME", "0", 1);
+    nodempi::retune();
+    ok = run_job(mode, n, true, [](Rank& r) {
+      g_context = "checks off";
+      test_bcast(r, 5);
+      test_contexts(r, 5);
+      test_many_contexts(r, 5);
+      barrier(r.c);
+    }) && ok;
+    unsetenv("NODEMPI_CHECK_SAME");
+    nodempi::retune();
     ok = run_job(mode, n, false, test_death) && ok;
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("coll_test %s np=%u: %s (%.1f s)\n", mode_name(mode), n, ok ? "ok" : "FAILED", s);
