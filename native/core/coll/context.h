@@ -194,7 +194,8 @@ class Context {
 // This rank's slot set for the context stays bound meanwhile; at the end
 // the rank publishes that it reads nothing more of what was posted so far
 // (CtrlLine::done), which lets each member's set go to another context once
-// all have done so. Every collective in coll/ opens one.
+// all have done so. Every collective in coll/ opens one, but for a bcast
+// that runs ahead in the header line, which writes no slot (coll/bcast.cc).
 class Round {
  public:
   explicit Round(Context& c) : c_(c) { c_.begin(); }
