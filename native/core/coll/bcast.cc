@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <optional>
 
 #include "core/coll/coll.h"
 #include "core/coll/direct.h"
@@ -29,25 +30,6 @@ namespace nodempi::coll {
 // so at most one collective ahead. Back to back, a bcast then costs about a
 // line transfer to each reader rather than a round trip (bench/CORE.md). A
 // root that does not wait cannot throw ERR_NOT_SAME: hence not by default.
-namespace {
-
-// A bcast that runs ahead and whose message fits the header line writes no
-// slot half on any rank, so it holds no slot set (no Round): besides the
-// message, all it costs is the header line and the post.
-void bcast_in_header(Context& c, const Layout& buf, size_t bytes, uint32_t root, const Signature& sig) {
-  uint32_t s = c.open(sig, "bcast", true);
-  if (c.rank() == root) {
-    buf.read(0, bytes, c.data(root, s, bytes));
-    c.post(s);
-  } else {
-    c.post(s);
-    c.agree(s, "bcast", root);
-    buf.write(0, bytes, c.data(root, s, bytes));
-  }
-}
-
-}  // namespace
-
 void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
   if (c.size() == 1) return;
   const size_t chunk = c.half_bytes();
@@ -59,8 +41,12 @@ void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
   sig.algo = uint16_t(Algo::PIPELINED);  // Direct::sign signs the direct algorithm
   Direct d(c, BCAST, bytes);
   const bool ahead = !tuning().check_same && bytes <= chunk && !d.large();
-  if (ahead && bytes <= sizeof(SlotHeader::addr)) return bcast_in_header(c, buf, bytes, root, sig);
-  Round round(c);
+  // A message that fits the header line writes no slot half on any rank, so
+  // such a bcast holds no slot set: besides the message, all it costs is
+  // the header line and the post.
+  const bool header_only = ahead && bytes <= sizeof(SlotHeader::addr);
+  std::optional<Round> round;
+  if (!header_only) round.emplace(c);
   if (d.large() && d.sign(sig, buf.data(), nullptr, "bcast", 0, !buf.contiguous())) {
     bool ok = c.rank() == root || transport::cma_read(d.pid(root), buf.data(), d.a(root), bytes);
     if (d.finish(ok, "bcast")) return;
@@ -69,7 +55,7 @@ void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
   do {
     size_t len = std::min(chunk, bytes - off);
     const bool first = off == 0 && !d.signed_();
-    uint32_t s = first ? c.open(sig, "bcast") : c.next_phase();
+    uint32_t s = first ? c.open(sig, "bcast", header_only) : c.next_phase();
     if (c.rank() == root) {
       if (!first) c.acquire_slot(s, "bcast");
       buf.read(off, len, c.data(root, s, bytes));
