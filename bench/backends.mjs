@@ -8,6 +8,9 @@
 //   c            osu_coll.c built with that library's mpicc -O2, under its launcher
 //   c-funneled   the same initialised at MPI_THREAD_FUNNELED, the level the mpi
 //                backend asks for (only when named in --impl)
+//   c-huge       the same initialised as c, with --huge 1: its buffers of 4 MiB
+//                or more advised huge pages before first touch, as numpy's
+//                are (only when named in --impl)
 //   mpi4py       osu_coll.py under its launcher, by a python3 whose mpi4py is
 //                built against that library (Debian's: Open MPI only)
 //   nodempi-mpi  bench/nodempi_job.mjs under the library's launcher with
@@ -45,9 +48,9 @@ import { compactJson, loadSummary, repeatJobs, roundPoint, summarize, writeBetwe
 import { ALL_COLLS, COLLS, SIZES, sweepArgv } from './lib/sweep.mjs';
 
 const NODE = process.execPath;
-const IMPLS = ['c', 'c-funneled', 'mpi4py', 'nodempi-mpi', 'nodempi-mpi-tuned', 'nodempi-shm'];
-const DEFAULT_IMPLS = IMPLS.filter((impl) => impl !== 'c-funneled');
-const LABELS = { c: 'C', 'c-funneled': 'C funneled', mpi4py: 'mpi4py', 'nodempi-mpi': 'nodempi-mpi', 'nodempi-mpi-tuned': 'nodempi-mpi tuned', 'nodempi-shm': 'nodempi-shm' };
+const IMPLS = ['c', 'c-funneled', 'c-huge', 'mpi4py', 'nodempi-mpi', 'nodempi-mpi-tuned', 'nodempi-shm'];
+const DEFAULT_IMPLS = IMPLS.filter((impl) => impl !== 'c-funneled' && impl !== 'c-huge');
+const LABELS = { c: 'C', 'c-funneled': 'C funneled', 'c-huge': 'C huge pages', mpi4py: 'mpi4py', 'nodempi-mpi': 'nodempi-mpi', 'nodempi-mpi-tuned': 'nodempi-mpi tuned', 'nodempi-shm': 'nodempi-shm' };
 // What the nodempi-mpi jobs add to the ranks' environment.
 const NODEMPI_ENV = {
   'nodempi-mpi': { NODEMPI_BACKEND: 'mpi' },
@@ -68,7 +71,7 @@ const TARGET_LIB = 'openmpi', TARGET_NP = 2;
 const JOB_TIMEOUT_S = 600;
 
 const usage = `usage: node bench/backends.mjs [options]
-  --impl a,b         implementations (default: ${DEFAULT_IMPLS.join(',')}; also c-funneled)
+  --impl a,b         implementations (default: ${DEFAULT_IMPLS.join(',')}; also c-funneled, c-huge)
   --mpi a,b          MPI libraries (default: ${Object.keys(LIBS).join(',')}, those installed)
   --np 2,4           world sizes (default 2)
   --only a,b         collectives (default: ${COLLS.join(',')})
@@ -174,6 +177,10 @@ function jobCommand({ mpi: lib, np, impl }, sweep, ctx) {
     case 'c-funneled': {
       const [cmd, args] = launch(lib, np, ctx.tcp);
       return [cmd, [...args, ctx.exe[lib], ...sweep, '--thread', 'funneled', '--label', 'c-funneled']];
+    }
+    case 'c-huge': {
+      const [cmd, args] = launch(lib, np, ctx.tcp);
+      return [cmd, [...args, ctx.exe[lib], ...sweep, '--huge', '1', '--label', 'c-huge']];
     }
     case 'mpi4py': {
       const [cmd, args] = launch(lib, np, ctx.tcp);
@@ -312,7 +319,7 @@ function markdown(result) {
   lines.push('');
   for (const lib of config.mpis) {
     const impls = implsFor(config, lib);
-    const ratios = [['nodempi-mpi', 'c'], ['nodempi-mpi', 'c-funneled'], ['c-funneled', 'c'], ['nodempi-mpi-tuned', 'c'], ['nodempi-mpi', 'mpi4py'], ['mpi4py', 'c'], ['nodempi-shm', 'c']]
+    const ratios = [['nodempi-mpi', 'c'], ['nodempi-mpi', 'c-funneled'], ['c-funneled', 'c'], ['c-huge', 'c'], ['nodempi-mpi-tuned', 'c'], ['mpi4py', 'c-huge'], ['nodempi-mpi', 'mpi4py'], ['mpi4py', 'c'], ['nodempi-shm', 'c']]
       .filter(([a, b]) => impls.includes(a) && impls.includes(b));
     for (const np of config.nps) {
       const notes = [];
@@ -417,7 +424,7 @@ async function main() {
   const tmp = mkdtempSync(join(os.tmpdir(), 'nodempi-backends-'));
   onInterrupt(() => rmSync(tmp, { recursive: true, force: true }));
   const exe = {};
-  if (o.impls.includes('c') || o.impls.includes('c-funneled')) {
+  if (o.impls.some((impl) => impl.startsWith('c'))) {
     for (const lib of mpis) {
       exe[lib] = join(tmp, `osu_coll_${lib}`);
       try {

@@ -5,11 +5,11 @@
 const COLORS = {
   nodempi: '#d62728', sab: '#1f77b4', 'sab-spin': '#17becf', ipc: '#7f7f7f', ompi: '#2ca02c', 'ompi-yield': '#98df8a',
   // bench/backends.mjs
-  c: '#2ca02c', 'c-funneled': '#bcbd22', mpi4py: '#9467bd', 'nodempi-mpi': '#d62728', 'nodempi-mpi-tuned': '#8c564b', 'nodempi-shm': '#ff7f0e',
+  c: '#2ca02c', 'c-funneled': '#bcbd22', 'c-huge': '#17becf', mpi4py: '#9467bd', 'nodempi-mpi': '#d62728', 'nodempi-mpi-tuned': '#8c564b', 'nodempi-shm': '#ff7f0e',
 };
 const LABELS = {
   nodempi: 'nodempi', sab: 'SAB baseline', 'sab-spin': 'SAB spin', ipc: 'IPC baseline', ompi: 'Open MPI', 'ompi-yield': 'Open MPI (yield)',
-  c: 'C', 'c-funneled': 'C, MPI_THREAD_FUNNELED', mpi4py: 'mpi4py', 'nodempi-mpi': 'nodempi, mpi backend', 'nodempi-mpi-tuned': 'nodempi, mpi backend, tuned',
+  c: 'C', 'c-funneled': 'C, MPI_THREAD_FUNNELED', 'c-huge': 'C, huge pages as numpy', mpi4py: 'mpi4py', 'nodempi-mpi': 'nodempi, mpi backend', 'nodempi-mpi-tuned': 'nodempi, mpi backend, tuned',
   'nodempi-shm': 'nodempi, shm backend',
 };
 // the package's own lines stand out

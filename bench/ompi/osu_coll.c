@@ -32,16 +32,21 @@
  *   mpirun --allow-run-as-root --oversubscribe -n 2 /tmp/osu_coll \
  *       [--colls a,b] [--sizes 8,64] [--warm-ms 50] [--first-warm-ms 200] [--target-ms 150]
  *       [--max-warm 1000000] [--min-iters 2] [--max-iters 200000] [--label ompi] [--tight 1]
- *       [--thread single|funneled|serialized|multiple]
+ *       [--thread single|funneled|serialized|multiple] [--huge 1]
  * --thread initialises with MPI_Init_thread at that level instead of
  * MPI_Init: Open MPI takes its internal locks at every level above SINGLE,
  * and nodempi's mpi backend asks for FUNNELED (bench/BACKENDS.md).
+ * --huge 1 asks for transparent huge pages on every buffer of 4 MiB or more
+ * before its first touch, as numpy does for its arrays (and so mpi4py's
+ * buffers get them): whether that is what mpi4py gains at the large points.
  */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/mman.h>
 
 /* NBASE: the default set (without --colls), as before the v forms existed */
 enum { BARRIER, BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL, NBASE,
@@ -101,6 +106,19 @@ static void call(const Point *p) {
   }
 }
 
+static int huge = 0; /* --huge 1 */
+
+/* numpy's rule (its alloc.c): an allocation of 4 MiB or more is madvised
+ * MADV_HUGEPAGE from its first whole page on, before anything touches it. */
+static double *buffer(size_t bytes) {
+  double *b = malloc(bytes);
+  if (huge && b && bytes >= ((size_t)1 << 22)) {
+    const size_t offset = 4096 - (uintptr_t)b % 4096;
+    madvise((char *)b + offset, bytes - offset, MADV_HUGEPAGE);
+  }
+  return b;
+}
+
 static void setup(Point *p) {
   size_t n = p->count, P = (size_t)nranks;
   p->send = p->recv = NULL;
@@ -111,28 +129,28 @@ static void setup(Point *p) {
   }
   switch (p->coll) {
     case BARRIER: break;
-    case BCAST: p->recv = malloc((n ? n : 1) * 8); break;
+    case BCAST: p->recv = buffer((n ? n : 1) * 8); break;
     case REDUCE: case ALLREDUCE: case SCAN: case EXSCAN:
-      p->send = malloc(n * 8); p->recv = malloc(n * 8);
+      p->send = buffer(n * 8); p->recv = buffer(n * 8);
       for (size_t i = 0; i < n; i++) p->send[i] = val(rank, i);
       break;
     case GATHER: case ALLGATHER: case GATHERV: case ALLGATHERV:
-      p->send = malloc(n * 8); p->recv = malloc(n * P * 8);
+      p->send = buffer(n * 8); p->recv = buffer(n * P * 8);
       for (size_t i = 0; i < n; i++) p->send[i] = val(rank, i);
       break;
     case SCATTER: case SCATTERV:
-      p->recv = malloc(n * 8);
-      p->send = malloc(n * P * 8);  /* only significant at the root */
+      p->recv = buffer(n * 8);
+      p->send = buffer(n * P * 8);  /* only significant at the root */
       if (rank == 0)
         for (size_t d = 0; d < P; d++) for (size_t i = 0; i < n; i++) p->send[d * n + i] = val((int)d, i);
       break;
     case ALLTOALL: case ALLTOALLV: case ALLTOALLW:
-      p->send = malloc(n * P * 8); p->recv = malloc(n * P * 8);
+      p->send = buffer(n * P * 8); p->recv = buffer(n * P * 8);
       for (size_t d = 0; d < P; d++)
         for (size_t i = 0; i < n; i++) p->send[d * n + i] = a2a_val(rank, (int)d, nranks, i);
       break;
     case REDUCE_SCATTER: case REDUCE_SCATTER_BLOCK:
-      p->send = malloc(n * P * 8); p->recv = malloc(n * 8);
+      p->send = buffer(n * P * 8); p->recv = buffer(n * 8);
       for (size_t d = 0; d < P; d++)
         for (size_t i = 0; i < n; i++) p->send[d * n + i] = a2a_val(rank, (int)d, nranks, i);
       break;
@@ -298,6 +316,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--max-iters")) max_iters = atol(v);
     else if (!strcmp(a, "--label")) label = v;
     else if (!strcmp(a, "--tight")) tight = atoi(v);
+    else if (!strcmp(a, "--huge")) huge = atoi(v);
   }
 
   double *all = malloc(sizeof(double) * (size_t)nranks);
