@@ -25,7 +25,8 @@ describe('NODEMPI_CHECK_SAME=0', () => {
         rmSync(dir, { recursive: true, force: true });
       }
     });
-    // A bcast of 16 bytes or less then holds no slot set (coll/bcast.cc):
+    // A bcast of 16 bytes or less then runs ahead in the header line and
+    // holds no slot set (coll/bcast.cc, coll/context.h):
     // from progress lanes and persistent templates too, between collectives
     // that do, every value exact.
     it(`runs nonblocking and persistent collectives beside bcasts in the header line at np=${np}`, async () => {

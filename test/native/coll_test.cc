@@ -727,6 +727,66 @@ void test_many_contexts(Rank& r, uint32_t salt) {
   }
 }
 
+// ---- 10b. Collectives that write no slot hold no slot set ----------------------------
+
+// A barrier, an allreduce of 8 bytes and a bcast of 16 (messages that travel
+// in the header line) on more contexts than a rank keeps sets warm: a rank
+// binds its slot set at its first write in a collective (Context::slot), so
+// none of them takes one. Then one message larger than a header on one of
+// them: that context, and only it, takes a set.
+void test_headers_hold_no_set(Rank& r, uint32_t salt) {
+  const uint32_t count = transport::SlotSets::kWarmSets + 16;
+  const Combiner sum = kernel(kernels::OpId::SUM, kernels::TypeId::I64);
+  std::vector<uint32_t> ids(count);
+  std::vector<std::unique_ptr<Context>> live(count);
+  for (uint32_t j = 0; j < count; ++j) {
+    uint32_t id = 0;
+    if (r.me == 0) {
+      int got = r.seg->alloc_context(r.n);
+      CHECK(got > 0);
+      id = uint32_t(got);
+    }
+    bcast(r.c, &id, sizeof id, 0);
+    ids[j] = id;
+    live[j] = std::make_unique<Context>(r.seg, id, r.me, world_of(r.n));
+  }
+  const uint32_t before = r.seg->sets()->used();
+  size_t bad = 0;
+  for (uint32_t j = 0; j < count; ++j) {
+    g_context = "header-only collectives, context " + std::to_string(j);
+    const uint32_t s = salt + j;
+    Context& c = *live[j];
+    barrier(c);
+    int64_t in = value_of(r.me, 0, s), out = 0, want = 0;
+    for (uint32_t q = 0; q < r.n; ++q) want += value_of(q, 0, s);
+    allreduce(c, &in, &out, 1, sum);
+    bad += out != want;
+    const uint32_t root = j % r.n;
+    uint8_t buf[16];
+    for (size_t i = 0; i < sizeof buf; ++i) buf[i] = r.me == root ? byte_of(root, i, s) : 0;
+    bcast(c, buf, sizeof buf, root);
+    for (size_t i = 0; i < sizeof buf; ++i) bad += buf[i] != byte_of(root, i, s);
+  }
+  CHECK_EQ(bad, size_t(0));
+  g_context = "header-only collectives: slot sets used";
+  CHECK_EQ(r.seg->sets()->used(), before);
+  // 17 bytes do not fit the header line: every rank writes its slot half.
+  std::vector<int64_t> in(3, value_of(r.me, 1, salt)), out(3);
+  allreduce(*live[0], in.data(), out.data(), in.size(), sum);
+  int64_t want = 0;
+  for (uint32_t q = 0; q < r.n; ++q) want += value_of(q, 1, salt);
+  for (int64_t v : out) bad += v != want;
+  CHECK_EQ(bad, size_t(0));
+  // A set never used: the rank has written fewer than it keeps warm.
+  CHECK(before < transport::SlotSets::kWarmSets);
+  CHECK_EQ(r.seg->sets()->used(), before + 1);
+  for (uint32_t j = 0; j < count; ++j) {
+    live[j].reset();
+    r.seg->release_context(ids[j]);
+  }
+  barrier(r.c);
+}
+
 // ---- 11. A rank that ends early ---------------------------------------------------------
 
 void test_death(Rank& r) {
@@ -868,6 +928,8 @@ int main(int argc, char** argv) {
   for (uint32_t n : sizes) {
     auto t0 = std::chrono::steady_clock::now();
     bool ok = run_job(mode, n, true, [salts](Rank& r) {
+      // First, while the rank has written fewer sets than it keeps warm.
+      test_headers_hold_no_set(r, 0);
       test_barrier(r);
       for (uint32_t salt = 0; salt < salts; ++salt) {
         test_bcast(r, salt);
@@ -884,12 +946,14 @@ int main(int argc, char** argv) {
       barrier(r.c);
     });
     // NODEMPI_CHECK_SAME=0: bcast roots that run ahead (at 16 B or less
-    // with no slot set held, coll/bcast.cc) beside collectives that hold
-    // one, on contexts whose slot sets move from one to the next.
+    // in the header line, holding no slot set, coll/bcast.cc) beside
+    // collectives that hold one, on contexts whose slot sets move from one
+    // to the next.
     setenv("NODEMPI_CHECK_SAME", "0", 1);
     nodempi::retune();
     ok = run_job(mode, n, true, [](Rank& r) {
       g_context = "checks off";
+      test_headers_hold_no_set(r, 5);
       test_bcast(r, 5);
       test_contexts(r, 5);
       test_many_contexts(r, 5);

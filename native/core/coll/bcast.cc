@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <optional>
 
 #include "core/coll/coll.h"
 #include "core/coll/direct.h"
@@ -31,6 +30,7 @@ namespace nodempi::coll {
 // line transfer to each reader rather than a round trip (bench/CORE.md). A
 // root that does not wait cannot throw ERR_NOT_SAME: hence not by default.
 void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
+  Round round(c);
   if (c.size() == 1) return;
   const size_t chunk = c.half_bytes();
   Signature sig;
@@ -41,12 +41,9 @@ void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
   sig.algo = uint16_t(Algo::PIPELINED);  // Direct::sign signs the direct algorithm
   Direct d(c, BCAST, bytes);
   const bool ahead = !tuning().check_same && bytes <= chunk && !d.large();
-  // A message that fits the header line writes no slot half on any rank, so
-  // such a bcast holds no slot set: besides the message, all it costs is
-  // the header line and the post.
+  // A message that fits the header line writes no slot half on any rank:
+  // such a bcast's root need not wait for its readers to free one.
   const bool header_only = ahead && bytes <= sizeof(SlotHeader::addr);
-  std::optional<Round> round;
-  if (!header_only) round.emplace(c);
   if (d.large() && d.sign(sig, buf.data(), nullptr, "bcast", 0, !buf.contiguous())) {
     bool ok = c.rank() == root || transport::cma_read(d.pid(root), buf.data(), d.a(root), bytes);
     if (d.finish(ok, "bcast")) return;

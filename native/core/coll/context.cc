@@ -50,22 +50,25 @@ Context::Context(transport::Segment* seg, uint32_t id, uint32_t rank, std::vecto
 }
 
 void Context::begin() {
-  if (!seg_ || size_ == 1) return;
-  if (depth_ == 0) {
-    uint32_t set = seg_->sets()->hold(owner_, sets_[rank_]);
-    if (set != sets_[rank_]) {
-      point(rank_, set);
-      // Published by the next post.
-      lines_[rank_]->set.store(set, std::memory_order_relaxed);
-    }
-  }
-  ++depth_;
+  if (seg_ && size_ > 1) ++depth_;
 }
 
 void Context::end() {
   if (!seg_ || size_ == 1 || --depth_ > 0) return;
   lines_[rank_]->done.store(seq_, std::memory_order_release);
+  if (!bound_) return;
   seg_->sets()->release(sets_[rank_], seq_);
+  bound_ = false;
+}
+
+void Context::bind() {
+  if (depth_ == 0) throw CoreError(ErrorClass::INTERN, "a collective wrote into its slot outside a Round");
+  uint32_t set = seg_->sets()->hold(owner_, sets_[rank_]);
+  if (set != sets_[rank_]) {
+    point(rank_, set);
+    lines_[rank_]->set.store(set, std::memory_order_relaxed);
+  }
+  bound_ = true;
 }
 
 void Context::point(uint32_t member, uint32_t set) {

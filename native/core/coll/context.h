@@ -114,8 +114,8 @@ class Context {
   void wait(uint32_t peer, uint32_t s, const char* what, const void* touch = nullptr);
   void wait_all(uint32_t s, const char* what);
 
-  // One collective starts and ends on this rank (Round below): this rank's
-  // slot set for the context is held meanwhile. Nested pairs count once.
+  // One collective starts and ends on this rank (Round below). Nested
+  // pairs count once.
   void begin();
   void end();
 
@@ -137,8 +137,14 @@ class Context {
   void set_direct_off() { direct_off_ = true; }
 
   // Member's data for phase s: valid once this rank has waited for that
-  // member's post of phase s (or, its own, inside a Round).
-  uint8_t* slot(uint32_t member, uint32_t s) const { return slots_[member * 2 + (s & 1)] + kHeaderBytes; }
+  // member's post of phase s. This rank's own slot half is its slot set's
+  // for the context, which the first asking in a collective binds (bind()):
+  // a collective that writes no slot half on this rank (a barrier, a
+  // message in the header line) holds no set.
+  uint8_t* slot(uint32_t member, uint32_t s) {
+    if (member == rank_ && !bound_) bind();
+    return slots_[member * 2 + (s & 1)] + kHeaderBytes;
+  }
   // Member's header line for phase s, written and read under the same rules
   // as the data: its signature, how many phases a v-collective takes, and so
   // on.
@@ -153,12 +159,16 @@ class Context {
   // uses addr[] in its own opened phase and never calls this there; its
   // fallback runs in later phases.) Like slot(), valid for a peer once its
   // post of s has been seen.
-  uint8_t* data(uint32_t member, uint32_t s, size_t bytes) const {
+  uint8_t* data(uint32_t member, uint32_t s, size_t bytes) {
     return s == opened_ && bytes <= sizeof(SlotHeader::addr) ? reinterpret_cast<uint8_t*>(header(member, s)->addr)
                                                               : slot(member, s);
   }
 
  private:
+  // Holds this rank's slot set for the context until the collective ends,
+  // and points its slots there. A set it moves to is published by the next
+  // post, which comes after the data written into it.
+  void bind();
   // After a wait for `peer`: points its slots at the set it now writes
   // into. A rank moves to another set only when every member has read all
   // it wrote in the old one, so the set seen with a post is the one that
@@ -186,16 +196,16 @@ class Context {
   std::vector<uint32_t> sets_;  // the set each member's slots_ point into
   transport::SlotSets::Owner owner_{};
   uint32_t depth_ = 0;  // nested begin()s
+  bool bound_ = false;  // this rank's slot set is held (bind())
   transport::WaitPolicy policy_{};
   transport::Liveness live_;
 };
 
 // One collective on a context, from before its first phase to its end.
-// This rank's slot set for the context stays bound meanwhile; at the end
-// the rank publishes that it reads nothing more of what was posted so far
-// (CtrlLine::done), which lets each member's set go to another context once
-// all have done so. Every collective in coll/ opens one, but for a bcast
-// that runs ahead in the header line, which writes no slot (coll/bcast.cc).
+// A slot set this rank writes into meanwhile stays bound to the context
+// (Context::slot); at the end the rank publishes that it reads nothing more
+// of what was posted so far (CtrlLine::done), which lets each member's set
+// go to another context once all have done so.
 class Round {
  public:
   explicit Round(Context& c) : c_(c) { c_.begin(); }

@@ -6,9 +6,10 @@
 // threads of one rank may run collectives on different contexts at once (a
 // progress lane each, and the main thread), hence the atomics and the lock.
 //
-// A context holds its set from the start to the end of each collective
-// (coll::Round). Between collectives the set stays bound, so a context in
-// steady use never looks for one. A context that has none takes, in order:
+// A context holds its set from its first write in a collective to the end
+// of that collective (coll::Context::slot, coll::Round). Between
+// collectives the set stays bound, so a context in steady use never looks
+// for one. A context that has none takes, in order:
 //   1. a set never used, while fewer than kWarmSets have been;
 //   2. the least recently used idle set whose last data every member of its
 //      context has read: each has posted a later phase there, or finished
