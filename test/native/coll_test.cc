@@ -669,6 +669,19 @@ void test_contexts(Rank& r, uint32_t salt) {
 
 // ---- 10. Many communicators, one after another ------------------------------------------
 
+// A context for the whole job, as communicator creation takes one: rank 0
+// takes it from the pool and tells the others its id through COMM_WORLD.
+uint32_t take_context(Rank& r) {
+  uint32_t id = 0;
+  if (r.me == 0) {
+    int got = r.seg->alloc_context(r.n);
+    CHECK(got > 0);
+    id = uint32_t(got);
+  }
+  bcast(r.c, &id, sizeof id, 0);
+  return id;
+}
+
 // As communicator creation and free do: the leader takes a context from the
 // pool and tells the others its id through COMM_WORLD; every member frees
 // it after its last collective there. A window of contexts stays alive and
@@ -688,15 +701,8 @@ void test_many_contexts(Rank& r, uint32_t salt) {
       live[w].reset();
       r.seg->release_context(ids[w]);
     }
-    uint32_t id = 0;
-    if (r.me == 0) {
-      int got = r.seg->alloc_context(r.n);
-      CHECK(got > 0);
-      id = uint32_t(got);
-    }
-    bcast(r.c, &id, sizeof id, 0);
-    ids[w] = id;
-    live[w] = std::make_unique<Context>(r.seg, id, r.me, world_of(r.n));
+    ids[w] = take_context(r);
+    live[w] = std::make_unique<Context>(r.seg, ids[w], r.me, world_of(r.n));
     // Every live context once, the new one with a multi-chunk message.
     size_t bad = 0;
     for (uint32_t j = 0; j < window; ++j) {
@@ -740,15 +746,8 @@ void test_headers_hold_no_set(Rank& r, uint32_t salt) {
   std::vector<uint32_t> ids(count);
   std::vector<std::unique_ptr<Context>> live(count);
   for (uint32_t j = 0; j < count; ++j) {
-    uint32_t id = 0;
-    if (r.me == 0) {
-      int got = r.seg->alloc_context(r.n);
-      CHECK(got > 0);
-      id = uint32_t(got);
-    }
-    bcast(r.c, &id, sizeof id, 0);
-    ids[j] = id;
-    live[j] = std::make_unique<Context>(r.seg, id, r.me, world_of(r.n));
+    ids[j] = take_context(r);
+    live[j] = std::make_unique<Context>(r.seg, ids[j], r.me, world_of(r.n));
   }
   const uint32_t before = r.seg->sets()->used();
   size_t bad = 0;

@@ -7,8 +7,8 @@ namespace nodempi::coll {
 namespace {
 
 // reduce and allreduce are one algorithm each way; they differ only in who
-// keeps the result: the root, or (allreduce, kEveryone) every rank.
-constexpr uint32_t kEveryone = Context::kEveryone;
+// keeps the result: the root (`keeper`), or every rank (Context::kEveryone,
+// allreduce).
 
 // flat (small): every rank copies its vector into its half and posts, then
 // each rank that keeps the result folds all of them into recv itself. Same
@@ -23,7 +23,7 @@ void reduce_flat(Context& c, const Signature& sig, const uint8_t* in, uint8_t* o
   if (bytes) std::memcpy(c.data(me, s, bytes), in, bytes);
   c.post(s);
   c.agree(s, what);
-  if (keeper != kEveryone && keeper != me) return;
+  if (keeper != Context::kEveryone && keeper != me) return;
   const uint8_t* src[transport::kMaxRanks];
   for (uint32_t r = 0; r < n; ++r) src[r] = c.data(r, s, bytes);
   fold(op, src, n, out, count);
@@ -59,7 +59,7 @@ void reduce_sliced(Context& c, const Signature& sig, const uint8_t* in, uint8_t*
     uint32_t t = c.next_phase();  // peers have posted t-1 = s: the other half is free
     fold(op, src, n, c.slot(me, t), mine.len);
     c.post(t);
-    if (keeper != kEveryone && keeper != me) continue;
+    if (keeper != Context::kEveryone && keeper != me) continue;
     for (uint32_t i = 0; i < n; ++i) {
       uint32_t r = (me + i) % n;
       Slice sl = slice_of(m, n, r);
@@ -69,8 +69,7 @@ void reduce_sliced(Context& c, const Signature& sig, const uint8_t* in, uint8_t*
   }
 }
 
-void reduction(Context& c, uint32_t kind, const void* send, void* recv, size_t count, const Combiner& op,
-               uint32_t root, uint32_t keeper) {
+void reduction(Context& c, const void* send, void* recv, size_t count, const Combiner& op, uint32_t keeper) {
   Round round(c);
   auto* out = static_cast<uint8_t*>(recv);
   auto* in = send ? static_cast<const uint8_t*>(send) : out;
@@ -78,6 +77,8 @@ void reduction(Context& c, uint32_t kind, const void* send, void* recv, size_t c
     if (send && count) std::memcpy(out, in, count * op.item);
     return;
   }
+  const bool all = keeper == Context::kEveryone;
+  const uint32_t kind = all ? ALLREDUCE : REDUCE, root = all ? 0 : keeper;
   if (select(c, kind, count * op.item) == Algo::FLAT) {
     reduce_flat(c, reduction_sig(kind, root, op, count, Algo::FLAT), in, out, count, op, keeper);
   } else {
@@ -87,12 +88,13 @@ void reduction(Context& c, uint32_t kind, const void* send, void* recv, size_t c
 
 }  // namespace
 
+// `root` is a member (the bindings check it), never Context::kEveryone.
 void reduce(Context& c, const void* send, void* recv, size_t count, const Combiner& op, uint32_t root) {
-  reduction(c, REDUCE, send, recv, count, op, root, root);
+  reduction(c, send, recv, count, op, root);
 }
 
 void allreduce(Context& c, const void* send, void* recv, size_t count, const Combiner& op) {
-  reduction(c, ALLREDUCE, send, recv, count, op, 0, kEveryone);
+  reduction(c, send, recv, count, op, Context::kEveryone);
 }
 
 }  // namespace nodempi::coll
