@@ -53,7 +53,8 @@ const SELF = 1;
  * malformed), ERR_COMM (a freed communicator). A collective whose ranks
  * disagree on what they call (collective, root, op, datatype, size) throws
  * ERR_NOT_SAME on every rank (on the mpi backend with NODEMPI_CHECK_SAME=1;
- * on shm with NODEMPI_CHECK_SAME=0, a small bcast's root does not throw it),
+ * on shm with NODEMPI_CHECK_SAME=0, a small bcast's or scatter's root does
+ * not throw it),
  * and the communicator stays usable; a message or block longer than its
  * receive buffer throws ERR_TRUNCATE; a rank that died makes the others
  * throw ERR_PROC_FAILED instead of hanging.

@@ -30,9 +30,9 @@ struct Tuning {
   // NODEMPI_KERNELS: a kernel table's name; empty for the widest the CPU
   // runs. kernels/dispatch.cc checks the name against its tables.
   std::string kernels;
-  // NODEMPI_CHECK_SAME=0: a bcast's root does not wait to see that the
-  // others called the same bcast (coll/bcast.cc); every other collective
-  // still compares every rank's signature.
+  // NODEMPI_CHECK_SAME=0: the root of a bcast or scatter does not wait to
+  // see that the others called the same (coll/bcast.cc, coll/scatter.cc);
+  // every other collective still compares every rank's signature.
   bool check_same = true;
   // NODEMPI_ALGO: algorithms forced per collective (coll/select.h).
   coll::ForcedAlgos algo;

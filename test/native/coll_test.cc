@@ -945,15 +945,16 @@ int main(int argc, char** argv) {
       barrier(r.c);
     });
     // NODEMPI_CHECK_SAME=0: bcast roots that run ahead (at 16 B or less
-    // in the header line, holding no slot set, coll/bcast.cc) beside
-    // collectives that hold one, on contexts whose slot sets move from one
-    // to the next.
+    // in the header line, holding no slot set, coll/bcast.cc) and scatter
+    // roots that run one collective ahead, beside collectives that hold a
+    // set, on contexts whose slot sets move from one to the next.
     setenv("NODEMPI_CHECK_SAME", "0", 1);
     nodempi::retune();
     ok = run_job(mode, n, true, [](Rank& r) {
       g_context = "checks off";
       test_headers_hold_no_set(r, 5);
       test_bcast(r, 5);
+      test_others(r, 5);
       test_contexts(r, 5);
       test_many_contexts(r, 5);
       barrier(r.c);

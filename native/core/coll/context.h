@@ -18,8 +18,8 @@
 // signatures and so take the same decision, and a disagreement throws
 // ERR_NOT_SAME on all of them after exactly one phase, which leaves the
 // communicator usable. (One exception, by request: with
-// NODEMPI_CHECK_SAME=0 a small bcast's root waits for nobody and its
-// readers compare with it alone; coll/bcast.cc.)
+// NODEMPI_CHECK_SAME=0 the root of a small bcast or scatter waits for
+// nobody and the others compare with it alone; coll/bcast.cc.)
 #pragma once
 #include <cstddef>
 #include <cstdint>

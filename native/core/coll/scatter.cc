@@ -5,6 +5,7 @@
 #include "core/coll/direct.h"
 #include "core/coll/select.h"
 #include "core/transport/cma.h"
+#include "core/tuning.h"
 
 namespace nodempi::coll {
 
@@ -14,6 +15,11 @@ namespace nodempi::coll {
 //   1. the root waits until its half is free, copies chunk k of every
 //      peer's block into that peer's lane, posts;
 //   2. the others post, wait for the root and copy their lane out.
+// With NODEMPI_CHECK_SAME=0 a scatter of one phase returns on its root once
+// its post is out, as a bcast's does and under the same rule (coll/bcast.cc):
+// the others compare their signatures with the root's only, and the root
+// runs at most one collective ahead (its next write waits for every peer's
+// post of this one).
 void scatter(Context& c, const void* send, void* recv, size_t bytes, uint32_t root) {
   Round round(c);
   const uint32_t n = c.size(), me = c.rank();
@@ -29,6 +35,7 @@ void scatter(Context& c, const void* send, void* recv, size_t bytes, uint32_t ro
   sig.check_bytes = 1;
   sig.algo = uint16_t(Algo::FLAT);  // Direct::sign signs the direct algorithm
   Direct d(c, SCATTER, bytes);
+  const bool ahead = !tuning().check_same && bytes <= lane && !d.large();
   if (d.large() && d.sign(sig, send, nullptr, "scatter")) {
     bool ok = me == root || transport::cma_read(d.pid(root), out, d.a(root) + size_t(me) * bytes, bytes);
     if (d.finish(ok, "scatter")) return;
@@ -45,11 +52,11 @@ void scatter(Context& c, const void* send, void* recv, size_t bytes, uint32_t ro
         if (r != root) std::memcpy(slot + size_t(r) * lane, in + size_t(r) * bytes + off, len);
       }
       c.post(s);
-      if (first) c.agree(s, "scatter");
+      if (first && !ahead) c.agree(s, "scatter");
     } else {
       c.post(s);
       if (first) {
-        c.agree(s, "scatter");
+        c.agree(s, "scatter", ahead ? root : Context::kEveryone);
       } else {
         c.wait(root, s, "scatter");
       }
