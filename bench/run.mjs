@@ -10,6 +10,7 @@
 //   ompi       Open MPI's C API, mpirun --oversubscribe, busy-polling (its default
 //              with ranks <= cores; forced with mpi_yield_when_idle 0 above that)
 //   ompi-yield the same with --mca mpi_yield_when_idle 1 (only when ranks > cores)
+//   nodempi-nocheck  nodempi with NODEMPI_CHECK_SAME=0 (when named: --impl)
 // Every job is a fresh process (a fresh mpirun / launcher for MPI jobs); the
 // whole set is repeated --runs times and the median per point is reported.
 // Writes bench/results/latest.json and the table in bench/README.md (full
@@ -32,10 +33,12 @@ import { ALL_COLLS, COLLS, SIZES, VCOLLS, sweepArgv } from './lib/sweep.mjs';
 
 const NODE = process.execPath;
 const ALL_IMPLS = ['nodempi', 'sab', 'sab-spin', 'ipc', 'ompi', 'ompi-yield'];
+// Run only when named, so the default run and its table stay as they were.
+const KNOWN_IMPLS = [...ALL_IMPLS, 'nodempi-nocheck'];
 const SAB_SPIN = 20000; // Atomics.load polls before Atomics.wait in sab-spin (how long that lasts: bench/README.md)
 // What each implementation can run; a baseline is asked only for these (the
 // plain-JS peers were written for the original eight and are not meant to grow).
-const IMPL_COLLS = { nodempi: ALL_COLLS, sab: COLLS, 'sab-spin': COLLS, ipc: COLLS, ompi: ALL_COLLS, 'ompi-yield': ALL_COLLS };
+const IMPL_COLLS = { nodempi: ALL_COLLS, 'nodempi-nocheck': ALL_COLLS, sab: COLLS, 'sab-spin': COLLS, ipc: COLLS, ompi: ALL_COLLS, 'ompi-yield': ALL_COLLS };
 // The collective sets: the default keeps the README table comparable from run to run.
 // The v set's full run must stay under ~8 minutes on 2 cores: 3 runs of 5 jobs fit.
 const SETS = {
@@ -53,7 +56,8 @@ const usage = `usage: node bench/run.mjs [options]
                      partial); the baselines lack them, so their jobs are skipped
   --only a,b         collectives (default: ${COLLS.join(',')});
                      the --set v ones may be named too (a list of only those implies --set v)
-  --impl a,b         implementations (default: ${ALL_IMPLS.join(',')})
+  --impl a,b         implementations (default: ${ALL_IMPLS.join(',')}; also nodempi-nocheck,
+                     nodempi with NODEMPI_CHECK_SAME=0)
   --sizes 8,1024     message sizes in bytes (default: 8 B ... 16 MiB)
   --target-ms T      timed part of each point, per job (default 150)
   --warm-ms W        warm-up part of each point (default 50)
@@ -93,7 +97,7 @@ function options(argv) {
   o.set ??= o.only && o.colls.every((c) => VCOLLS.includes(c)) ? 'v' : 'default';
   if (!o.only) o.colls = SETS[o.set].colls.slice();
   o.budgetMin ??= SETS[o.set].budgetMin;
-  for (const m of o.impls) if (!ALL_IMPLS.includes(m)) die(`unknown implementation ${m} (known: ${ALL_IMPLS.join(', ')})`);
+  for (const m of o.impls) if (!KNOWN_IMPLS.includes(m)) die(`unknown implementation ${m} (known: ${KNOWN_IMPLS.join(', ')})`);
   for (const n of o.nps) if (!Number.isInteger(n) || n < 1 || n > 64) die(`bad --np value ${n}`);
   for (const s of o.sizes) if (!Number.isInteger(s) || s < 8 || s % 8) die(`sizes must be multiples of 8 bytes, got ${s}`);
   if (o.quick) {
@@ -138,7 +142,7 @@ function machineInfo() {
 function jobCommand(impl, np, sweep, ompiExe) {
   const timeoutS = 900;
   switch (impl) {
-    case 'nodempi':
+    case 'nodempi': case 'nodempi-nocheck':
       return [NODE, [join(ROOT, 'dist', 'cli.js'), '-n', String(np), '--timeout', String(timeoutS),
         join(BENCH, 'nodempi_job.mjs'), ...sweep]];
     case 'sab': return [NODE, [join(BENCH, 'baseline', 'sab.mjs'), '--np', String(np), ...sweep]];
@@ -164,6 +168,7 @@ async function runJob(impl, np, sweep, ompiExe, expected) {
   const env = { ...process.env };
   // Open MPI's shared-memory single-copy mechanism stays at its default.
   delete env.OMPI_MCA_btl_vader_single_copy_mechanism;
+  if (impl === 'nodempi-nocheck') env.NODEMPI_CHECK_SAME = '0';
   const res = await runBenchJob(`bench: ${impl} np=${np}`, cmd, args, env, 1200,
     { check: (points) => (points.length === expected ? null : `${points.length}/${expected} points`) });
   return { points: res.points, seconds: res.exact.seconds, extCores: res.exact.extCores, cpuS: res.cpuS, stderr: res.stderr };
@@ -188,7 +193,7 @@ function fmtUs(x) {
 /** Per point, the median over the job's clean runs (bench/lib/repeat.mjs), in table order. */
 function summarize(config, runs) {
   return summarizeRuns(runs, Math.min(config.runs, 3), ['np', 'impl'],
-    (m) => [config.nps.indexOf(m.np), ALL_IMPLS.indexOf(m.impl), ALL_COLLS.indexOf(m.coll), m.bytes]);
+    (m) => [config.nps.indexOf(m.np), KNOWN_IMPLS.indexOf(m.impl), ALL_COLLS.indexOf(m.coll), m.bytes]);
 }
 
 function lookup(medians) {
@@ -288,6 +293,7 @@ function markdown(result) {
   for (const np of config.nps) {
     const over = np > NCPU;
     const cols = [['nodempi', 'nodempi']];
+    if (has('nodempi-nocheck')) cols.push(['nodempi-nocheck', 'nodempi, checks off']);
     if (has('sab')) cols.push(['sab', 'SAB']);
     if (!over && has('sab-spin')) cols.push(['sab-spin', 'SAB spin']);
     if (has('ipc')) cols.push(['ipc', 'IPC']);
@@ -296,6 +302,9 @@ function markdown(result) {
     const ref = over ? 'ompi-yield' : 'ompi';
     const ratios = [];
     if (has(ref)) ratios.push([`nodempi / ${over ? 'OMPI yield' : 'OMPI'}`, (c, b) => fmtRatio(get(np, 'nodempi', c, b), get(np, ref, c, b))]);
+    if (has(ref) && has('nodempi-nocheck')) {
+      ratios.push([`checks off / ${over ? 'OMPI yield' : 'OMPI'}`, (c, b) => fmtRatio(get(np, 'nodempi-nocheck', c, b), get(np, ref, c, b))]);
+    }
     if (over && has('ompi')) ratios.push(['nodempi / OMPI busy', (c, b) => fmtRatio(get(np, 'nodempi', c, b), get(np, 'ompi', c, b))]);
     if (has('ipc')) ratios.push(['IPC / nodempi', (c, b) => fmtRatio(get(np, 'ipc', c, b), get(np, 'nodempi', c, b))]);
     if (has('sab')) ratios.push(['SAB / nodempi', (c, b) => fmtRatio(get(np, 'sab', c, b), get(np, 'nodempi', c, b))]);
@@ -485,7 +494,7 @@ function report(result, out, readme) {
   const plotColls = (vset ? ['allgatherv', 'reduceScatterBlock', 'scan'] : ['bcast', 'allreduce', 'alltoall'])
     .filter((c) => config.colls.includes(c));
   // only implementations with numbers get a legend entry (the baselines have none for the v set)
-  const plotted = ALL_IMPLS.filter((i) => config.impls.includes(i) && medians.some((m) => m.impl === i));
+  const plotted = KNOWN_IMPLS.filter((i) => config.impls.includes(i) && medians.some((m) => m.impl === i));
   if (plotColls.length) writeFileSync(svgPath, latencySvg(medians, plotColls, config.nps, plotted));
   let md = markdown(result);
   if (plotColls.length && readme) {

@@ -3,12 +3,12 @@
 // that groups its numbers otherwise, one line per implementation.
 
 const COLORS = {
-  nodempi: '#d62728', sab: '#1f77b4', 'sab-spin': '#17becf', ipc: '#7f7f7f', ompi: '#2ca02c', 'ompi-yield': '#98df8a',
+  nodempi: '#d62728', 'nodempi-nocheck': '#ff9896', sab: '#1f77b4', 'sab-spin': '#17becf', ipc: '#7f7f7f', ompi: '#2ca02c', 'ompi-yield': '#98df8a',
   // bench/backends.mjs
   c: '#2ca02c', 'c-funneled': '#bcbd22', 'c-huge': '#17becf', mpi4py: '#9467bd', 'nodempi-mpi': '#d62728', 'nodempi-mpi-tuned': '#8c564b', 'nodempi-shm': '#ff7f0e',
 };
 const LABELS = {
-  nodempi: 'nodempi', sab: 'SAB baseline', 'sab-spin': 'SAB spin', ipc: 'IPC baseline', ompi: 'Open MPI', 'ompi-yield': 'Open MPI (yield)',
+  nodempi: 'nodempi', 'nodempi-nocheck': 'nodempi, NODEMPI_CHECK_SAME=0', sab: 'SAB baseline', 'sab-spin': 'SAB spin', ipc: 'IPC baseline', ompi: 'Open MPI', 'ompi-yield': 'Open MPI (yield)',
   c: 'C', 'c-funneled': 'C, MPI_THREAD_FUNNELED', 'c-huge': 'C, huge pages as numpy', mpi4py: 'mpi4py', 'nodempi-mpi': 'nodempi, mpi backend', 'nodempi-mpi-tuned': 'nodempi, mpi backend, tuned',
   'nodempi-shm': 'nodempi, shm backend',
 };
