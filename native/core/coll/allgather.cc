@@ -55,14 +55,18 @@ void allgather(Context& c, const Layout& send, const Layout& recv, size_t bytes)
     if (!first) c.acquire_slot(s, "allgather");
     uint8_t* slot = c.data(me, s, bytes);
     if (send.absent()) {
-      recv.read(mine + off, len, slot);
+      recv.publish(mine + off, len, slot, c.stream());
     } else {
-      send.read(off, len, slot);
+      send.publish(off, len, slot, c.stream());
     }
     c.post(s);
     if (first) c.agree(s, "allgather");
-    // Our own chunk, from the slot while it is hot in cache.
-    if (!send.absent()) recv.write(mine + off, len, slot);
+    // Our own chunk: from the slot while it is hot in cache, unless it went
+    // there past the cache (transport::publish).
+    if (!send.absent()) {
+      if (!c.streams(len) || !send.contiguous()) recv.write(mine + off, len, slot);
+      else copy(send, off, recv, mine + off, len);
+    }
     for (uint32_t i = 1; i < n; ++i) {
       // Start with the next rank so the ranks do not all read one slot at once.
       uint32_t r = (me + i) % n;

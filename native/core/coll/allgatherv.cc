@@ -66,7 +66,7 @@ void allgatherv(Context& c, const void* send, size_t send_bytes, void* recv, con
     uint32_t s = first ? c.open(sig, "allgatherv") : c.next_phase();
     if (!first) c.acquire_slot(s, "allgatherv");
     size_t len = mine > off ? std::min(chunk, mine - off) : 0;
-    if (len) std::memcpy(c.slot(me, s), in + off, len);
+    if (len) c.publish(c.slot(me, s), in + off, len);
     c.post(s);
     if (first) c.agree(s, "allgatherv");
     for (uint32_t i = 1; i < n; ++i) {

@@ -56,8 +56,11 @@ void alltoall(Context& c, const void* send, void* recv, size_t bytes) {
     uint32_t s = first ? c.open(sig, "alltoall") : c.next_phase();
     if (!first) c.acquire_slot(s, "alltoall");
     uint8_t* mine = c.slot(me, s);
+    // This rank's own lane is read back right below: plain stores keep it
+    // in cache.
     for (uint32_t r = 0; r < n && len; ++r) {
-      std::memcpy(mine + size_t(r) * lane, in + size_t(r) * bytes + off, len);
+      if (r == me) std::memcpy(mine + size_t(r) * lane, in + size_t(r) * bytes + off, len);
+      else c.publish(mine + size_t(r) * lane, in + size_t(r) * bytes + off, len);
     }
     c.post(s);
     if (first) c.agree(s, "alltoall");

@@ -63,7 +63,9 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
       if (k == 0) lanes.put_head(mine, r, {sb[r], reinterpret_cast<uint64_t>(in + sd[r])});
       const Chunks ch = chunks_of(r);
       size_t len = ch.chunk(sb[r], k);
-      if (len) std::memcpy(lanes.data(mine, r, k), in + sd[r] + ch.offset(k), len);
+      // This rank's own lane is read back below: plain stores keep it in cache.
+      if (len && r == me) std::memcpy(lanes.data(mine, r, k), in + sd[r] + ch.offset(k), len);
+      else if (len) c.publish(lanes.data(mine, r, k), in + sd[r] + ch.offset(k), len);
     }
     c.post(s);
     if (k == 0) c.agree(s, what);

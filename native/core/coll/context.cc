@@ -32,6 +32,7 @@ Context::Context(transport::Segment* seg, uint32_t id, uint32_t rank, std::vecto
       live_(header_of(seg), world_ranks_.empty() ? 0 : world_ranks_[rank]) {
   if (!seg_) return;
   policy_ = transport::WaitPolicy::for_job(seg_->geometry().nranks);
+  stream_ = !transport::oversubscribed(seg_->geometry().nranks);
   lines_.resize(size_);
   slots_.assign(size_t(size_) * 2, nullptr);
   sets_.assign(size_, transport::SlotSets::kNone);

@@ -26,6 +26,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/transport/publish.h"
 #include "core/transport/segment.h"
 #include "core/transport/slot_sets.h"
 #include "core/transport/wait.h"
@@ -151,6 +152,13 @@ class Context {
   SlotHeader* header(uint32_t member, uint32_t s) const {
     return reinterpret_cast<SlotHeader*>(headers_[member]) + s % transport::kHeaderLines;
   }
+  // Copies `n` bytes into this rank's slot half for its peers to read
+  // (transport::publish: past the cache from 16 KiB up, unless ranks
+  // outnumber cores). streams(n): whether a copy of n bytes goes past it;
+  // stream(): whether any may (for Layout::publish).
+  void publish(void* dst, const void* src, size_t n) const { transport::publish(dst, src, n, stream_); }
+  bool streams(size_t n) const { return stream_ && n >= transport::kPublishStreamMin; }
+  bool stream() const { return stream_; }
   // Member's data for phase s of a collective where each member sends
   // `bytes` (the same on every rank; agree() compares them before anyone
   // reads): in the phase open() returned, a message of up to 16 bytes
@@ -197,6 +205,7 @@ class Context {
   transport::SlotSets::Owner owner_{};
   uint32_t depth_ = 0;  // nested begin()s
   bool bound_ = false;  // this rank's slot set is held (bind())
+  bool stream_ = false;  // publish() may stream: ranks do not outnumber cores
   transport::WaitPolicy policy_{};
   transport::Liveness live_;
 };

@@ -40,7 +40,7 @@ void gather(Context& c, const void* send, void* recv, size_t bytes, uint32_t roo
     uint32_t s = first ? c.open(sig, "gather") : c.next_phase();
     if (me != root) {
       if (!first) c.acquire_slot(s, "gather");
-      if (len) std::memcpy(c.data(me, s, bytes), in + off, len);
+      if (len) c.publish(c.data(me, s, bytes), in + off, len);
       c.post(s);
       if (first) c.agree(s, "gather");
     } else {

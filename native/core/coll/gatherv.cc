@@ -96,7 +96,7 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
     } else {
       if (k) c.acquire_slot(s, "gatherv");
       size_t len = mine.chunk(send_bytes, k);
-      if (len) std::memcpy(c.slot(me, s), in + mine.offset(k), len);
+      if (len) c.publish(c.slot(me, s), in + mine.offset(k), len);
       if (k == 0) c.header(me, s)->bytes = send_bytes;
       c.post(s);
       if (k == 0) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/transport/publish.h"
+
 namespace nodempi::coll {
 
 void Layout::read(uint64_t off, size_t len, uint8_t* dst) const {
@@ -12,6 +14,11 @@ void Layout::read(uint64_t off, size_t len, uint8_t* dst) const {
     return;
   }
   datatype::pack(*type_, user_, count_, dst, len, off, off + len);
+}
+
+void Layout::publish(uint64_t off, size_t len, uint8_t* slot, bool stream) const {
+  if (!type_) return transport::publish(slot, data_ + off, len, stream);
+  read(off, len, slot);
 }
 
 void Layout::write(uint64_t off, size_t len, const uint8_t* src) const {

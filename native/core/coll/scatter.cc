@@ -49,7 +49,7 @@ void scatter(Context& c, const void* send, void* recv, size_t bytes, uint32_t ro
       if (!first) c.acquire_slot(s, "scatter");
       uint8_t* slot = c.slot(root, s);
       for (uint32_t r = 0; r < n && len; ++r) {
-        if (r != root) std::memcpy(slot + size_t(r) * lane, in + size_t(r) * bytes + off, len);
+        if (r != root) c.publish(slot + size_t(r) * lane, in + size_t(r) * bytes + off, len);
       }
       c.post(s);
       if (first && !ahead) c.agree(s, "scatter");

@@ -60,7 +60,7 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
         if (k == 0) lanes.put_head(half, r, {send_bytes[r], reinterpret_cast<uint64_t>(in + send_displs[r])});
         const Chunks ch = chunks_of(r);
         size_t len = ch.chunk(send_bytes[r], k);
-        if (len) std::memcpy(lanes.data(half, r, k), in + send_displs[r] + ch.offset(k), len);
+        if (len) c.publish(lanes.data(half, r, k), in + send_displs[r] + ch.offset(k), len);
       }
       c.post(s);
       if (k == 0) c.agree(s, "scatterv");
