@@ -84,7 +84,7 @@ void scan(Context& c, const void* send, void* recv, size_t count, const Combiner
     const bool first = done == 0 && !d.signed_();
     uint32_t s = first ? c.open(sig, what) : c.next_phase();
     if (!first) c.acquire_slot(s, what);
-    if (m && me + 1 < n) std::memcpy(c.slot(me, s), in + done * item, m * item);
+    if (m && me + 1 < n) c.publish(c.slot(me, s), in + done * item, m * item);
     c.post(s);
     if (first) c.agree(s, what);
     for (uint32_t r = 0; r < upto; ++r) {
