@@ -54,18 +54,15 @@ void allgather(Context& c, const Layout& send, const Layout& recv, size_t bytes)
     uint32_t s = first ? c.open(sig, "allgather") : c.next_phase();
     if (!first) c.acquire_slot(s, "allgather");
     uint8_t* slot = c.data(me, s, bytes);
-    if (send.absent()) {
-      recv.publish(mine + off, len, slot, c.stream());
-    } else {
-      send.publish(off, len, slot, c.stream());
-    }
+    const bool streamed = send.absent() ? recv.publish(mine + off, len, slot, c.stream())
+                                        : send.publish(off, len, slot, c.stream());
     c.post(s);
     if (first) c.agree(s, "allgather");
     // Our own chunk: from the slot while it is hot in cache, unless it went
     // there past the cache (transport::publish).
     if (!send.absent()) {
-      if (!c.streams(len) || !send.contiguous()) recv.write(mine + off, len, slot);
-      else copy(send, off, recv, mine + off, len);
+      if (streamed) copy(send, off, recv, mine + off, len);
+      else recv.write(mine + off, len, slot);
     }
     for (uint32_t i = 1; i < n; ++i) {
       // Start with the next rank so the ranks do not all read one slot at once.

@@ -154,10 +154,9 @@ class Context {
   }
   // Copies `n` bytes into this rank's slot half for its peers to read
   // (transport::publish: past the cache from 16 KiB up, unless ranks
-  // outnumber cores). streams(n): whether a copy of n bytes goes past it;
-  // stream(): whether any may (for Layout::publish).
-  void publish(void* dst, const void* src, size_t n) const { transport::publish(dst, src, n, stream_); }
-  bool streams(size_t n) const { return stream_ && n >= transport::kPublishStreamMin; }
+  // outnumber cores); returns whether it went past it. stream(): whether
+  // any copy may (for Layout::publish).
+  bool publish(void* dst, const void* src, size_t n) const { return transport::publish(dst, src, n, stream_); }
   bool stream() const { return stream_; }
   // Member's data for phase s of a collective where each member sends
   // `bytes` (the same on every rank; agree() compares them before anyone

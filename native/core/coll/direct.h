@@ -27,6 +27,7 @@
 #include <cstdint>
 
 #include "core/coll/context.h"
+#include "core/tuning.h"
 
 namespace nodempi::coll {
 
@@ -88,6 +89,14 @@ class Direct {
 
   // Whether the slot algorithm must skip its own signature phase.
   bool signed_() const { return large_; }
+
+  // NODEMPI_CHECK_SAME=0: whether a rooted call whose slot algorithm moves
+  // `bytes` in one phase of at most `per_phase` returns on its root once its
+  // post is out, the others comparing with the root alone (coll/bcast.cc).
+  // Never on the direct path, whose phases every rank takes together.
+  bool root_runs_ahead(size_t bytes, size_t per_phase) const {
+    return !tuning().check_same && bytes <= per_phase && !large_;
+  }
 
  private:
   Context& c_;

@@ -16,9 +16,10 @@ void Layout::read(uint64_t off, size_t len, uint8_t* dst) const {
   datatype::pack(*type_, user_, count_, dst, len, off, off + len);
 }
 
-void Layout::publish(uint64_t off, size_t len, uint8_t* slot, bool stream) const {
+bool Layout::publish(uint64_t off, size_t len, uint8_t* slot, bool stream) const {
   if (!type_) return transport::publish(slot, data_ + off, len, stream);
   read(off, len, slot);
+  return false;
 }
 
 void Layout::write(uint64_t off, size_t len, const uint8_t* src) const {

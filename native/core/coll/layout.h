@@ -37,8 +37,8 @@ class Layout {
   // Stream bytes [off, off + len) into dst.
   void read(uint64_t off, size_t len, uint8_t* dst) const;
   // The same into this rank's slot half, for its peers to read
-  // (transport::publish; `stream` as there).
-  void publish(uint64_t off, size_t len, uint8_t* slot, bool stream) const;
+  // (transport::publish; `stream` and the result as there).
+  bool publish(uint64_t off, size_t len, uint8_t* slot, bool stream) const;
   // src into stream bytes [off, off + len); a derived type's holes are
   // left as they were.
   void write(uint64_t off, size_t len, const uint8_t* src) const;

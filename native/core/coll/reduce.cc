@@ -20,7 +20,7 @@ void reduce_flat(Context& c, const Signature& sig, const uint8_t* in, uint8_t* o
   const char* what = kind_name(sig.kind);
   const size_t bytes = count * op.item;
   uint32_t s = c.open(sig, what);
-  if (bytes) c.publish(c.data(me, s, bytes), in, bytes);
+  const bool streamed = c.publish(c.data(me, s, bytes), in, bytes);
   c.post(s);
   c.agree(s, what);
   if (keeper != Context::kEveryone && keeper != me) return;
@@ -28,7 +28,7 @@ void reduce_flat(Context& c, const Signature& sig, const uint8_t* in, uint8_t* o
   for (uint32_t r = 0; r < n; ++r) src[r] = c.data(r, s, bytes);
   // A block that went past the cache is folded from where it came, unless
   // that is the output (fold: only the last source may alias it).
-  if (c.streams(bytes) && in != out) src[me] = in;
+  if (streamed && in != out) src[me] = in;
   fold(op, src, n, out, count);
 }
 
@@ -49,7 +49,7 @@ void reduce_sliced(Context& c, const Signature& sig, const uint8_t* in, uint8_t*
     size_t m = std::min(per_round, count - first);
     uint32_t s = first == 0 ? c.open(sig, what) : c.next_phase();
     if (first) c.acquire_slot(s, what);
-    c.publish(c.slot(me, s), in + first * item, m * item);
+    const bool streamed = c.publish(c.slot(me, s), in + first * item, m * item);
     c.post(s);
     if (first == 0) {
       c.agree(s, what);
@@ -61,7 +61,7 @@ void reduce_sliced(Context& c, const Signature& sig, const uint8_t* in, uint8_t*
     for (uint32_t r = 0; r < n; ++r) src[r] = c.slot(r, s) + mine.lo * item;
     // This rank's chunk went past the cache: its slice is folded from where
     // it came (which even IN_PLACE is not written until the chunk's end).
-    if (c.streams(m * item)) src[me] = in + (first + mine.lo) * item;
+    if (streamed) src[me] = in + (first + mine.lo) * item;
     uint32_t t = c.next_phase();  // peers have posted t-1 = s: the other half is free
     fold(op, src, n, c.slot(me, t), mine.len);
     c.post(t);

@@ -9,7 +9,7 @@
 
 namespace nodempi::transport {
 
-void publish(void* dst, const void* src, size_t n, bool stream) {
+bool publish(void* dst, const void* src, size_t n, bool stream) {
 #if defined(__x86_64__)
   if (stream && n >= kPublishStreamMin) {
     auto* d = static_cast<uint8_t*>(dst);
@@ -32,10 +32,11 @@ void publish(void* dst, const void* src, size_t n, bool stream) {
     // Streaming stores are weakly ordered: without the fence the post's
     // release store could become visible before them.
     _mm_sfence();
-    return;
+    return true;
   }
 #endif
   std::memcpy(dst, src, n);
+  return false;
 }
 
 }  // namespace nodempi::transport

@@ -15,7 +15,9 @@ namespace nodempi::transport {
 // way and the fence would dominate. memcpy on other architectures, and
 // without `stream`: callers pass false when ranks outnumber cores, where
 // the reader may run next on this very core and find the lines there.
+// Returns whether the copy streamed (then the lines are not in this core's
+// cache: a caller that reads the data back takes it from the source).
 inline constexpr size_t kPublishStreamMin = 16384;
-void publish(void* dst, const void* src, size_t n, bool stream);
+bool publish(void* dst, const void* src, size_t n, bool stream);
 
 }  // namespace nodempi::transport
