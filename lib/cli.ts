@@ -38,7 +38,8 @@ Each rank's environment has NODEMPI_RANK and NODEMPI_SIZE. Read by nodempi
   NODEMPI_CHECK_SAME=1         mpi backend: check that ranks agree on every call
   NODEMPI_CHECK_SAME=0         shared memory: a small bcast's or scatter's root
                                returns without waiting to see that the others
-                               called it too
+                               called it too, a small gather's other ranks
+                               compare with the root alone
   NODEMPI_MPI_PERSISTENT=emulate  mpi backend: persistent calls as nonblocking ones
   NODEMPI_MPI_THREAD_LEVEL=single  mpi backend: MPI_THREAD_SINGLE, not FUNNELED
   NODEMPI_HUGE_PAGES=0         no huge pages for buffers of 4 MiB and more (mpi backend,

@@ -54,7 +54,8 @@ const SELF = 1;
  * disagree on what they call (collective, root, op, datatype, size) throws
  * ERR_NOT_SAME on every rank (on the mpi backend with NODEMPI_CHECK_SAME=1;
  * on shm with NODEMPI_CHECK_SAME=0, a small bcast's or scatter's root does
- * not throw it),
+ * not throw it, nor does a small gather's non-root that agrees with the
+ * root),
  * and the communicator stays usable; a message or block longer than its
  * receive buffer throws ERR_TRUNCATE; a rank that died makes the others
  * throw ERR_PROC_FAILED instead of hanging.

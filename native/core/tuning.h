@@ -31,8 +31,11 @@ struct Tuning {
   // runs. kernels/dispatch.cc checks the name against its tables.
   std::string kernels;
   // NODEMPI_CHECK_SAME=0: the root of a bcast or scatter does not wait to
-  // see that the others called the same (coll/bcast.cc, coll/scatter.cc);
-  // every other collective still compares every rank's signature.
+  // see that the others called the same (coll/bcast.cc, coll/scatter.cc),
+  // the non-roots of those and of a gather compare with the root alone, and
+  // with ranks outnumbering cores the barrier lets rank 0 leave first
+  // (coll/barrier.cc); every other collective still compares every rank's
+  // signature.
   bool check_same = true;
   // NODEMPI_ALGO: algorithms forced per collective (coll/select.h).
   coll::ForcedAlgos algo;

@@ -39,7 +39,7 @@ void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
   sig.check_bytes = 1;
   sig.algo = uint16_t(Algo::PIPELINED);  // Direct::sign signs the direct algorithm
   Direct d(c, BCAST, bytes);
-  const bool ahead = d.root_runs_ahead(bytes, chunk);
+  const bool ahead = d.root_alone(bytes, chunk);
   // A message that fits the header line writes no slot half on any rank:
   // such a bcast's root need not wait for its readers to free one.
   const bool header_only = ahead && bytes <= sizeof(SlotHeader::addr);

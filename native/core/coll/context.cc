@@ -32,7 +32,7 @@ Context::Context(transport::Segment* seg, uint32_t id, uint32_t rank, std::vecto
       live_(header_of(seg), world_ranks_.empty() ? 0 : world_ranks_[rank]) {
   if (!seg_) return;
   policy_ = transport::WaitPolicy::for_job(seg_->geometry().nranks);
-  stream_ = !transport::oversubscribed(seg_->geometry().nranks);
+  crowded_ = transport::oversubscribed(seg_->geometry().nranks);
   lines_.resize(size_);
   slots_.assign(size_t(size_) * 2, nullptr);
   sets_.assign(size_, transport::SlotSets::kNone);
@@ -120,7 +120,7 @@ std::string rank_list(const std::vector<uint32_t>& ranks) {
 
 }  // namespace
 
-void Context::agree(uint32_t s, const char* what, uint32_t with) {
+bool Context::matches(uint32_t s, const char* what, uint32_t with) {
   auto counts = [&](uint32_t r) { return with == kEveryone || r == with || r == rank_; };
   // Each peer's header line (its signature, and a small collective's data)
   // is read as soon as its post is seen: waiting on the post while reading
@@ -132,7 +132,7 @@ void Context::agree(uint32_t s, const char* what, uint32_t with) {
 #ifdef NODEMPI_BENCH_NO_AGREE
   // Benchmark builds only (bench/mismatch.mjs): the same protocol without
   // the comparison, to measure what always-on mismatch detection costs.
-  return;
+  return true;
 #endif
   // Almost always every signature is the same, byte for byte: then no field
   // can differ, and one comparison per peer says so.
@@ -141,7 +141,12 @@ void Context::agree(uint32_t s, const char* what, uint32_t with) {
   for (uint32_t r = 0; r < size_; ++r) {
     if (r != rank_ && counts(r)) same = same && std::memcmp(&header(r, s)->sig, &mine, sizeof mine) == 0;
   }
-  if (same) return;
+  return same;
+}
+
+void Context::agree(uint32_t s, const char* what, uint32_t with) {
+  if (matches(s, what, with)) return;
+  auto counts = [&](uint32_t r) { return with == kEveryone || r == with || r == rank_; };
   // Compare everyone with rank 0, field by field; report the first field
   // that differs, with who said what.
   // Fields a rank leaves open (no root known, no size to compare) are

@@ -19,7 +19,8 @@
 // ERR_NOT_SAME on all of them after exactly one phase, which leaves the
 // communicator usable. (One exception, by request: with
 // NODEMPI_CHECK_SAME=0 the root of a small bcast or scatter waits for
-// nobody and the others compare with it alone; coll/bcast.cc.)
+// nobody, and in those and a small gather the others compare with the root
+// alone; coll/bcast.cc.)
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -106,6 +107,9 @@ class Context {
   // bcast whose root does not wait for its readers: coll/bcast.cc).
   static constexpr uint32_t kEveryone = UINT32_MAX;
   void agree(uint32_t s, const char* what, uint32_t with = kEveryone);
+  // The same waits; says whether the signatures are the same, never throws
+  // NOT_SAME (a later agree() on the same phase reports what differs).
+  bool matches(uint32_t s, const char* what, uint32_t with = kEveryone);
   // Wait until every peer has posted s-1, so this rank may overwrite its
   // slot half for phase s.
   void acquire_slot(uint32_t s, const char* what);
@@ -156,8 +160,10 @@ class Context {
   // (transport::publish: past the cache from 16 KiB up, unless ranks
   // outnumber cores); returns whether it went past it. stream(): whether
   // any copy may (for Layout::publish).
-  bool publish(void* dst, const void* src, size_t n) const { return transport::publish(dst, src, n, stream_); }
-  bool stream() const { return stream_; }
+  bool publish(void* dst, const void* src, size_t n) const { return transport::publish(dst, src, n, !crowded_); }
+  bool stream() const { return !crowded_; }
+  // Whether the job has more ranks than online CPUs (transport::oversubscribed).
+  bool crowded() const { return crowded_; }
   // Member's data for phase s of a collective where each member sends
   // `bytes` (the same on every rank; agree() compares them before anyone
   // reads): in the phase open() returned, a message of up to 16 bytes
@@ -204,7 +210,7 @@ class Context {
   transport::SlotSets::Owner owner_{};
   uint32_t depth_ = 0;  // nested begin()s
   bool bound_ = false;  // this rank's slot set is held (bind())
-  bool stream_ = false;  // publish() may stream: ranks do not outnumber cores
+  bool crowded_ = false;  // ranks outnumber cores: publish() does not stream
   transport::WaitPolicy policy_{};
   transport::Liveness live_;
 };

@@ -91,10 +91,11 @@ class Direct {
   bool signed_() const { return large_; }
 
   // NODEMPI_CHECK_SAME=0: whether a rooted call whose slot algorithm moves
-  // `bytes` in one phase of at most `per_phase` returns on its root once its
-  // post is out, the others comparing with the root alone (coll/bcast.cc).
+  // `bytes` in one phase of at most `per_phase` compares the others with the
+  // root alone: a bcast's or scatter's root then returns once its post is
+  // out (coll/bcast.cc), a gather's others once they see the root's.
   // Never on the direct path, whose phases every rank takes together.
-  bool root_runs_ahead(size_t bytes, size_t per_phase) const {
+  bool root_alone(size_t bytes, size_t per_phase) const {
     return !tuning().check_same && bytes <= per_phase && !large_;
   }
 

@@ -19,8 +19,12 @@ void gather(Context& c, const void* send, void* recv, size_t bytes, uint32_t roo
   const uint32_t n = c.size(), me = c.rank();
   auto* in = static_cast<const uint8_t*>(send);
   auto* out = static_cast<uint8_t*>(recv);
-  if (me == root && send && bytes) std::memcpy(out + size_t(me) * bytes, in, bytes);
-  if (n == 1) return;
+  // The root's own block, once the ranks are known to agree: a gather that
+  // throws ERR_NOT_SAME leaves the receive buffer as it was.
+  auto own = [&] {
+    if (me == root && send && bytes) std::memcpy(out + size_t(me) * bytes, in, bytes);
+  };
+  if (n == 1) return own();
   const size_t chunk = c.half_bytes();
   Signature sig;
   sig.kind = GATHER;
@@ -29,7 +33,11 @@ void gather(Context& c, const void* send, void* recv, size_t bytes, uint32_t roo
   sig.check_bytes = 1;
   sig.algo = uint16_t(Algo::FLAT);  // Direct::sign signs the direct algorithm
   Direct d(c, GATHER, bytes);
+  // With the check off, a gather of one phase compares each rank with the
+  // root alone, as a bcast's readers do: a non-root waits for nobody else.
+  const uint32_t with = d.root_alone(bytes, chunk) ? root : Context::kEveryone;
   if (d.large() && d.sign(sig, nullptr, recv, "gather")) {
+    own();
     bool ok = me == root || transport::cma_write(d.pid(root), in, d.b(root) + size_t(me) * bytes, bytes);
     if (d.finish(ok, "gather")) return;
   }
@@ -42,10 +50,13 @@ void gather(Context& c, const void* send, void* recv, size_t bytes, uint32_t roo
       if (!first) c.acquire_slot(s, "gather");
       if (len) c.publish(c.data(me, s, bytes), in + off, len);
       c.post(s);
-      if (first) c.agree(s, "gather");
+      if (first) c.agree(s, "gather", with);
     } else {
       c.post(s);
-      if (first) c.agree(s, "gather");
+      if (first) {
+        c.agree(s, "gather");
+        own();
+      }
       for (uint32_t r = 0; r < n; ++r) {
         if (r == root) continue;
         c.wait(r, s, "gather");

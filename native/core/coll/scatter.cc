@@ -34,7 +34,7 @@ void scatter(Context& c, const void* send, void* recv, size_t bytes, uint32_t ro
   sig.check_bytes = 1;
   sig.algo = uint16_t(Algo::FLAT);  // Direct::sign signs the direct algorithm
   Direct d(c, SCATTER, bytes);
-  const bool ahead = d.root_runs_ahead(bytes, lane);
+  const bool ahead = d.root_alone(bytes, lane);
   if (d.large() && d.sign(sig, send, nullptr, "scatter")) {
     bool ok = me == root || transport::cma_read(d.pid(root), out, d.a(root) + size_t(me) * bytes, bytes);
     if (d.finish(ok, "scatter")) return;
