@@ -12,6 +12,12 @@ describe('collective mismatch detection', () => {
       expect(r.status, explain(r)).toBe(0);
     });
   }
+  // One rank cannot disagree with itself.
+  for (const np of worldSizes.filter((np) => np > 1)) {
+    it(`writes into no receive buffer when it throws ERR_NOT_SAME, every collective, at np=${np}`, async () => {
+      expectPassed(await runJob(np, 'mismatch/untouched.mjs'), { name: 'untouched', np });
+    });
+  }
 });
 
 describe('NODEMPI_CHECK_SAME=0', () => {

@@ -35,11 +35,13 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
   auto* in = static_cast<const uint8_t*>(send);
   auto* out = static_cast<uint8_t*>(recv);
   const size_t chunk = c.half_bytes();
-  if (me == root && send && recv_bytes[me]) {
-    if (send_bytes > recv_bytes[me]) throw_truncated("gatherv", me, send_bytes, recv_bytes[me]);
-    std::memcpy(out + recv_displs[me], in, send_bytes);
-  }
-  if (n == 1) return;
+  if (me == root && send && send_bytes > recv_bytes[me]) throw_truncated("gatherv", me, send_bytes, recv_bytes[me]);
+  // The root's own block, once the ranks are known to agree: a gatherv that
+  // throws ERR_NOT_SAME leaves the receive buffer as it was.
+  auto own = [&] {
+    if (me == root && send && recv_bytes[me]) std::memcpy(out + recv_displs[me], in, send_bytes);
+  };
+  if (n == 1) return own();
 
   // Each rank states the phases it needs in its first header and all run
   // the largest, so a rank with nothing to send needs no root (kNoRoot).
@@ -77,6 +79,7 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
       c.post(s);
       if (k == 0) {
         c.agree(s, "gatherv");
+        own();
         for (uint32_t r = 0; r < n; ++r) {
           const SlotHeader* h = c.header(r, s);
           phases = std::max<uint64_t>(phases, h->phases);

@@ -24,8 +24,13 @@ void scatter(Context& c, const void* send, void* recv, size_t bytes, uint32_t ro
   const uint32_t n = c.size(), me = c.rank();
   auto* in = static_cast<const uint8_t*>(send);
   auto* out = static_cast<uint8_t*>(recv);
-  if (me == root && recv && bytes) std::memcpy(out, in + size_t(me) * bytes, bytes);
-  if (n == 1) return;
+  // The root's own block, once the ranks are known to agree (or once its
+  // post is out, when it does not wait for them): a scatter that throws
+  // ERR_NOT_SAME leaves the receive buffer as it was.
+  auto own = [&] {
+    if (me == root && recv && bytes) std::memcpy(out, in + size_t(me) * bytes, bytes);
+  };
+  if (n == 1) return own();
   const size_t lane = c.half_bytes() / n;
   Signature sig;
   sig.kind = SCATTER;
@@ -36,6 +41,7 @@ void scatter(Context& c, const void* send, void* recv, size_t bytes, uint32_t ro
   Direct d(c, SCATTER, bytes);
   const bool ahead = d.root_alone(bytes, lane);
   if (d.large() && d.sign(sig, send, nullptr, "scatter")) {
+    own();
     bool ok = me == root || transport::cma_read(d.pid(root), out, d.a(root) + size_t(me) * bytes, bytes);
     if (d.finish(ok, "scatter")) return;
   }
@@ -52,6 +58,7 @@ void scatter(Context& c, const void* send, void* recv, size_t bytes, uint32_t ro
       }
       c.post(s);
       if (first && !ahead) c.agree(s, "scatter");
+      if (first) own();
     } else {
       c.post(s);
       if (first) {

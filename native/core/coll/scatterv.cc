@@ -28,11 +28,13 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
   const uint32_t n = c.size(), me = c.rank();
   auto* in = static_cast<const uint8_t*>(send);
   auto* out = static_cast<uint8_t*>(recv);
-  if (me == root && recv && send_bytes[me]) {
-    if (send_bytes[me] > recv_bytes) throw_truncated("scatterv", me, send_bytes[me], recv_bytes);
-    std::memcpy(out, in + send_displs[me], send_bytes[me]);
-  }
-  if (n == 1) return;
+  if (me == root && recv && send_bytes[me] > recv_bytes) throw_truncated("scatterv", me, send_bytes[me], recv_bytes);
+  // The root's own block, once the ranks are known to agree: a scatterv
+  // that throws ERR_NOT_SAME leaves the receive buffer as it was.
+  auto own = [&] {
+    if (me == root && recv && send_bytes[me]) std::memcpy(out, in + send_displs[me], send_bytes[me]);
+  };
+  if (n == 1) return own();
   const Lanes lanes(c);
   const bool ready = direct_ready(c) && select(c, SCATTERV, 0) == Algo::DIRECT;
   // The root decides for each block whether it skips the first phase.
@@ -63,7 +65,10 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
         if (len) c.publish(lanes.data(half, r, k), in + send_displs[r] + ch.offset(k), len);
       }
       c.post(s);
-      if (k == 0) c.agree(s, "scatterv");
+      if (k == 0) {
+        c.agree(s, "scatterv");
+        own();
+      }
     } else {
       c.post(s);
       if (k == 0) {
