@@ -37,10 +37,12 @@ void gather(Context& c, const void* send, void* recv, size_t bytes, uint32_t roo
   // root alone, as a bcast's readers do: a non-root waits for nobody else.
   const uint32_t with = d.root_alone(bytes, chunk) ? root : Context::kEveryone;
   if (d.large() && d.sign(sig, nullptr, recv, "gather")) {
-    own();
     bool ok = me == root || transport::cma_write(d.pid(root), in, d.b(root) + size_t(me) * bytes, bytes);
-    if (d.finish(ok, "gather")) return;
+    if (d.finish(ok, "gather")) return own();
   }
+  // The ranks agreed in the single-copy path's signature phase (even when
+  // it then fell back to the slots).
+  if (d.signed_()) own();
   size_t off = 0;
   do {
     size_t len = std::min(chunk, bytes - off);

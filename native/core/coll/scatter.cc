@@ -41,10 +41,12 @@ void scatter(Context& c, const void* send, void* recv, size_t bytes, uint32_t ro
   Direct d(c, SCATTER, bytes);
   const bool ahead = d.root_alone(bytes, lane);
   if (d.large() && d.sign(sig, send, nullptr, "scatter")) {
-    own();
     bool ok = me == root || transport::cma_read(d.pid(root), out, d.a(root) + size_t(me) * bytes, bytes);
-    if (d.finish(ok, "scatter")) return;
+    if (d.finish(ok, "scatter")) return own();
   }
+  // The ranks agreed in the single-copy path's signature phase (even when
+  // it then fell back to the slots).
+  if (d.signed_()) own();
   size_t off = 0;
   do {
     size_t len = std::min(lane, bytes - off);
