@@ -15,6 +15,14 @@ describe('barrier', () => {
   });
   // With the check off and more ranks than cores (np 3 and 4 on a 2-core
   // machine), the others wait for rank 0 alone (native/core/coll/barrier.cc).
+  it('lets no rank out before all are in with NODEMPI_ALGO=barrier:fan at np=2', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nodempi-barrier-'));
+    try {
+      expectPassed(await runJob(2, 'coll/barrier.mjs', [dir], { env: { NODEMPI_ALGO: 'barrier:fan' } }), { name: 'barrier', np: 2 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
   for (const np of [3, 4]) {
     it(`lets no rank out before all are in with NODEMPI_CHECK_SAME=0 at np=${np}`, async () => {
       const dir = mkdtempSync(join(tmpdir(), 'nodempi-barrier-'));

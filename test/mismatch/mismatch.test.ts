@@ -12,6 +12,11 @@ describe('collective mismatch detection', () => {
       expect(r.status, explain(r)).toBe(0);
     });
   }
+  // The barrier that waits for rank 0 alone, forced: its verdict in rank 0's
+  // header line must make every rank throw alike, on any number of cores.
+  it('throws ERR_NOT_SAME on every rank with NODEMPI_ALGO=barrier:fan at np=3', async () => {
+    expectPassed(await runJob(3, 'mismatch/mismatch.mjs', [], { env: { NODEMPI_ALGO: 'barrier:fan' } }), { name: 'mismatch', np: 3 });
+  });
   // One rank cannot disagree with itself.
   for (const np of worldSizes.filter((np) => np > 1)) {
     it(`writes into no receive buffer when it throws ERR_NOT_SAME, every collective, at np=${np}`, async () => {

@@ -64,6 +64,9 @@ void automatic() {
     CHECK_ALGO(pick(kind, 0), Algo::DIRECT);
     CHECK_ALGO(pick(kind, 0, kHalf, false), Algo::FLAT);
   }
+  g_context = "barrier: fan when ranks outnumber cores with the check off";
+  CHECK_ALGO(select_for(BARRIER, 0, kHalf, true, kMin, Algo::AUTO, true), Algo::FAN);
+  CHECK_ALGO(select_for(BARRIER, 0, kHalf, true, kMin, Algo::AUTO, false), Algo::FLAT);
   g_context = "one algorithm";
   CHECK_ALGO(pick(BARRIER, 0), Algo::FLAT);
   CHECK_ALGO(pick(REDUCE_SCATTER, 1 << 20), Algo::FLAT);
@@ -89,6 +92,8 @@ void forced() {
   CHECK_ALGO(pick(GATHERV, 0, kHalf, true, Algo::FLAT), Algo::FLAT);
   CHECK_ALGO(pick(GATHERV, 0, kHalf, false, Algo::DIRECT), Algo::FLAT);
   CHECK_ALGO(pick(99, 8, kHalf, true, Algo::DIRECT), Algo::AUTO);  // no such collective
+  CHECK_ALGO(pick(BARRIER, 0, kHalf, true, Algo::FAN), Algo::FAN);
+  CHECK_ALGO(select_for(BARRIER, 0, kHalf, true, kMin, Algo::FLAT, true), Algo::FLAT);
 }
 
 void parsing() {
@@ -116,6 +121,10 @@ void parsing() {
   f = parse_forced_algos(nullptr, &err);
   CHECK(err.empty());
   for (uint32_t k = 0; k < kKinds; ++k) CHECK_ALGO(f.kind[k], Algo::AUTO);
+
+  f = parse_forced_algos("barrier:fan", &err);
+  CHECK(err.empty());
+  CHECK_ALGO(f.kind[BARRIER], Algo::FAN);
 }
 
 std::map<std::string, std::string> g_env;

@@ -54,8 +54,8 @@ void allgather(Context& c, const Layout& send, const Layout& recv, size_t bytes)
     uint32_t s = first ? c.open(sig, "allgather") : c.next_phase();
     if (!first) c.acquire_slot(s, "allgather");
     uint8_t* slot = c.data(me, s, bytes);
-    const bool streamed = send.absent() ? recv.publish(mine + off, len, slot, c.stream())
-                                        : send.publish(off, len, slot, c.stream());
+    const bool streamed = send.absent() ? recv.publish(mine + off, len, slot, !c.crowded())
+                                        : send.publish(off, len, slot, !c.crowded());
     c.post(s);
     if (first) c.agree(s, "allgather");
     // Our own chunk: from the slot while it is hot in cache, unless it went

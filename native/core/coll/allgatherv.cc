@@ -24,10 +24,9 @@ void allgatherv(Context& c, const void* send, size_t send_bytes, void* recv, con
   const uint8_t* in = send ? static_cast<const uint8_t*>(send) : out + recv_displs[me];
   const size_t mine = send ? send_bytes : recv_bytes[me];
   if (mine > recv_bytes[me]) throw_truncated("allgatherv", me, mine, recv_bytes[me]);
-  // This rank's own block goes last on the single-copy path (peers read
-  // from `in`, so they need not wait behind this copy), and after the
-  // ranks agree on the slots: one that throws ERR_NOT_SAME leaves the
-  // receive buffer as it was.
+  // This rank's own block goes last: on the single-copy path peers read
+  // from `in`, so they need not wait behind this copy, and a call that
+  // throws ERR_NOT_SAME leaves the receive buffer as it was.
   auto own = [&] {
     if (send && mine) std::memcpy(out + recv_displs[me], in, mine);
   };
@@ -61,7 +60,6 @@ void allgatherv(Context& c, const void* send, size_t send_bytes, void* recv, con
       return;
     }
   }
-  if (d.signed_()) own();
   for (size_t k = 0; k < phases; ++k) {
     size_t off = k * chunk;
     const bool first = k == 0 && !d.signed_();
@@ -70,10 +68,7 @@ void allgatherv(Context& c, const void* send, size_t send_bytes, void* recv, con
     size_t len = mine > off ? std::min(chunk, mine - off) : 0;
     if (len) c.publish(c.slot(me, s), in + off, len);
     c.post(s);
-    if (first) {
-      c.agree(s, "allgatherv");
-      own();
-    }
+    if (first) c.agree(s, "allgatherv");
     for (uint32_t i = 1; i < n; ++i) {
       uint32_t r = (me + i) % n;
       c.wait(r, s, "allgatherv");
@@ -81,6 +76,7 @@ void allgatherv(Context& c, const void* send, size_t send_bytes, void* recv, con
       if (got) std::memcpy(out + recv_displs[r] + off, c.slot(r, s), got);
     }
   }
+  own();
 }
 
 }  // namespace nodempi::coll

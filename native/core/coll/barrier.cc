@@ -1,13 +1,13 @@
 #include "core/coll/coll.h"
-#include "core/tuning.h"
+#include "core/coll/select.h"
 
 namespace nodempi::coll {
 
 // barrier_flat:
 //   1. post the next phase (a signature, no data);
 //   2. wait until every peer has posted it.
-// barrier_fan (NODEMPI_CHECK_SAME=0 and ranks outnumbering cores), the
-// same phase:
+// barrier_fan (by default with NODEMPI_CHECK_SAME=0 and ranks outnumbering
+// cores: coll/select.cc), the same phase:
 //   1. every rank but 0 posts, then waits for rank 0's post;
 //   2. rank 0 waits for every other's post, compares the signatures, says in
 //      its header line whether they differ, then posts.
@@ -22,8 +22,9 @@ void barrier(Context& c) {
   if (c.size() == 1) return;
   Signature sig;
   sig.kind = BARRIER;
+  sig.algo = uint16_t(select(c, BARRIER, 0));
   uint32_t s = c.open(sig, "barrier");
-  if (!c.crowded() || tuning().check_same) {
+  if (Algo(sig.algo) == Algo::FLAT) {
     c.post(s);
     c.agree(s, "barrier");
     return;

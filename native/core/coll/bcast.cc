@@ -54,7 +54,7 @@ void bcast(Context& c, const Layout& buf, size_t bytes, uint32_t root) {
     uint32_t s = first ? c.open(sig, "bcast", header_only) : c.next_phase();
     if (c.rank() == root) {
       if (!first) c.acquire_slot(s, "bcast");
-      buf.publish(off, len, c.data(root, s, bytes), c.stream());
+      buf.publish(off, len, c.data(root, s, bytes), !c.crowded());
       c.post(s);
       if (first && !ahead) c.agree(s, "bcast");
     } else {

@@ -158,11 +158,10 @@ class Context {
   }
   // Copies `n` bytes into this rank's slot half for its peers to read
   // (transport::publish: past the cache from 16 KiB up, unless ranks
-  // outnumber cores); returns whether it went past it. stream(): whether
-  // any copy may (for Layout::publish).
+  // outnumber cores); returns whether it went past it.
   bool publish(void* dst, const void* src, size_t n) const { return transport::publish(dst, src, n, !crowded_); }
-  bool stream() const { return !crowded_; }
-  // Whether the job has more ranks than online CPUs (transport::oversubscribed).
+  // Whether the job has more ranks than online CPUs (transport::oversubscribed):
+  // then no copy streams (Layout::publish takes !crowded()).
   bool crowded() const { return crowded_; }
   // Member's data for phase s of a collective where each member sends
   // `bytes` (the same on every rank; agree() compares them before anyone

@@ -19,8 +19,8 @@ void gather(Context& c, const void* send, void* recv, size_t bytes, uint32_t roo
   const uint32_t n = c.size(), me = c.rank();
   auto* in = static_cast<const uint8_t*>(send);
   auto* out = static_cast<uint8_t*>(recv);
-  // The root's own block, once the ranks are known to agree: a gather that
-  // throws ERR_NOT_SAME leaves the receive buffer as it was.
+  // The root's own block goes last: a gather that throws ERR_NOT_SAME
+  // leaves the receive buffer as it was.
   auto own = [&] {
     if (me == root && send && bytes) std::memcpy(out + size_t(me) * bytes, in, bytes);
   };
@@ -40,9 +40,6 @@ void gather(Context& c, const void* send, void* recv, size_t bytes, uint32_t roo
     bool ok = me == root || transport::cma_write(d.pid(root), in, d.b(root) + size_t(me) * bytes, bytes);
     if (d.finish(ok, "gather")) return own();
   }
-  // The ranks agreed in the single-copy path's signature phase (even when
-  // it then fell back to the slots).
-  if (d.signed_()) own();
   size_t off = 0;
   do {
     size_t len = std::min(chunk, bytes - off);
@@ -55,10 +52,7 @@ void gather(Context& c, const void* send, void* recv, size_t bytes, uint32_t roo
       if (first) c.agree(s, "gather", with);
     } else {
       c.post(s);
-      if (first) {
-        c.agree(s, "gather");
-        own();
-      }
+      if (first) c.agree(s, "gather");
       for (uint32_t r = 0; r < n; ++r) {
         if (r == root) continue;
         c.wait(r, s, "gather");
@@ -67,6 +61,7 @@ void gather(Context& c, const void* send, void* recv, size_t bytes, uint32_t roo
     }
     off += len;
   } while (off < bytes);
+  own();
 }
 
 }  // namespace nodempi::coll

@@ -36,8 +36,8 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
   auto* out = static_cast<uint8_t*>(recv);
   const size_t chunk = c.half_bytes();
   if (me == root && send && send_bytes > recv_bytes[me]) throw_truncated("gatherv", me, send_bytes, recv_bytes[me]);
-  // The root's own block, once the ranks are known to agree: a gatherv that
-  // throws ERR_NOT_SAME leaves the receive buffer as it was.
+  // The root's own block goes last: a gatherv that throws ERR_NOT_SAME
+  // leaves the receive buffer as it was.
   auto own = [&] {
     if (me == root && send && recv_bytes[me]) std::memcpy(out + recv_displs[me], in, send_bytes);
   };
@@ -79,7 +79,6 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
       c.post(s);
       if (k == 0) {
         c.agree(s, "gatherv");
-        own();
         for (uint32_t r = 0; r < n; ++r) {
           const SlotHeader* h = c.header(r, s);
           phases = std::max<uint64_t>(phases, h->phases);
@@ -118,6 +117,7 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
       break;
     }
   }
+  own();
   if (truncated_from != SIZE_MAX) throw_truncated("gatherv", uint32_t(truncated_from), sent[truncated_from], recv_bytes[truncated_from]);
 }
 

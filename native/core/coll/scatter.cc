@@ -24,9 +24,8 @@ void scatter(Context& c, const void* send, void* recv, size_t bytes, uint32_t ro
   const uint32_t n = c.size(), me = c.rank();
   auto* in = static_cast<const uint8_t*>(send);
   auto* out = static_cast<uint8_t*>(recv);
-  // The root's own block, once the ranks are known to agree (or once its
-  // post is out, when it does not wait for them): a scatter that throws
-  // ERR_NOT_SAME leaves the receive buffer as it was.
+  // The root's own block goes last: a scatter that throws ERR_NOT_SAME
+  // leaves the receive buffer as it was.
   auto own = [&] {
     if (me == root && recv && bytes) std::memcpy(out, in + size_t(me) * bytes, bytes);
   };
@@ -44,9 +43,6 @@ void scatter(Context& c, const void* send, void* recv, size_t bytes, uint32_t ro
     bool ok = me == root || transport::cma_read(d.pid(root), out, d.a(root) + size_t(me) * bytes, bytes);
     if (d.finish(ok, "scatter")) return own();
   }
-  // The ranks agreed in the single-copy path's signature phase (even when
-  // it then fell back to the slots).
-  if (d.signed_()) own();
   size_t off = 0;
   do {
     size_t len = std::min(lane, bytes - off);
@@ -60,7 +56,6 @@ void scatter(Context& c, const void* send, void* recv, size_t bytes, uint32_t ro
       }
       c.post(s);
       if (first && !ahead) c.agree(s, "scatter");
-      if (first) own();
     } else {
       c.post(s);
       if (first) {
@@ -72,6 +67,7 @@ void scatter(Context& c, const void* send, void* recv, size_t bytes, uint32_t ro
     }
     off += len;
   } while (off < bytes);
+  own();
 }
 
 }  // namespace nodempi::coll

@@ -29,8 +29,8 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
   auto* in = static_cast<const uint8_t*>(send);
   auto* out = static_cast<uint8_t*>(recv);
   if (me == root && recv && send_bytes[me] > recv_bytes) throw_truncated("scatterv", me, send_bytes[me], recv_bytes);
-  // The root's own block, once the ranks are known to agree: a scatterv
-  // that throws ERR_NOT_SAME leaves the receive buffer as it was.
+  // The root's own block goes last: a scatterv that throws ERR_NOT_SAME
+  // leaves the receive buffer as it was.
   auto own = [&] {
     if (me == root && recv && send_bytes[me]) std::memcpy(out, in + send_displs[me], send_bytes[me]);
   };
@@ -65,10 +65,7 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
         if (len) c.publish(lanes.data(half, r, k), in + send_displs[r] + ch.offset(k), len);
       }
       c.post(s);
-      if (k == 0) {
-        c.agree(s, "scatterv");
-        own();
-      }
+      if (k == 0) c.agree(s, "scatterv");
     } else {
       c.post(s);
       if (k == 0) {
@@ -98,6 +95,7 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
       break;
     }
   }
+  own();
   if (me != root && incoming.bytes > recv_bytes) throw_truncated("scatterv", root, incoming.bytes, recv_bytes);
 }
 

@@ -27,6 +27,8 @@ enum class Rule : uint8_t {
   DIRECT_LATER,  // the slots carry the first phase; direct for the rest if
                  // single copy, more than one phase follows and every rank
                  // is ready (decided after the first phase, direct.h)
+  FAN_UNCHECKED,  // fan if ranks outnumber cores and NODEMPI_CHECK_SAME=0
+                  // (coll/barrier.cc), else flat
 };
 
 struct Row {
@@ -43,7 +45,7 @@ struct Row {
 constexpr Row kTable[kKinds] = {
     // collective    slots            other         automatic choice
     {0,              Algo::AUTO,      Algo::AUTO,   Rule::ONE},
-    {BARRIER,        Algo::FLAT,      Algo::AUTO,   Rule::ONE},
+    {BARRIER,        Algo::FLAT,      Algo::FAN,    Rule::FAN_UNCHECKED},
     {BCAST,          Algo::PIPELINED, Algo::DIRECT, Rule::DIRECT_FROM},
     {GATHER,         Algo::FLAT,      Algo::DIRECT, Rule::DIRECT_FROM},
     {GATHERV,        Algo::FLAT,      Algo::DIRECT, Rule::DIRECT_LATER},
@@ -68,7 +70,8 @@ constexpr bool in_kind_order() {
 }
 static_assert(in_kind_order(), "kTable is indexed by Kind");
 
-Algo automatic(const Row& row, uint64_t bytes, size_t half, bool single_copy, size_t min_direct) {
+Algo automatic(const Row& row, uint64_t bytes, size_t half, bool single_copy, size_t min_direct,
+               bool crowded_unchecked) {
   switch (row.rule) {
     case Rule::ONE:
       return row.slots;
@@ -82,6 +85,8 @@ Algo automatic(const Row& row, uint64_t bytes, size_t half, bool single_copy, si
       return single_copy && bytes >= min_direct && bytes <= kScanDirectMax ? Algo::DIRECT : row.slots;
     case Rule::DIRECT_LATER:
       return single_copy ? Algo::DIRECT : row.slots;
+    case Rule::FAN_UNCHECKED:
+      return crowded_unchecked ? Algo::FAN : row.slots;
   }
   return row.slots;
 }
@@ -106,14 +111,16 @@ const char* algo_name(Algo a) {
     case Algo::SLICED: return "sliced";
     case Algo::PIPELINED: return "pipelined";
     case Algo::DIRECT: return "direct";
+    case Algo::FAN: return "fan";
   }
   return "?";
 }
 
-Algo select_for(uint32_t kind, uint64_t bytes, size_t half, bool single_copy, size_t min_direct, Algo forced) {
+Algo select_for(uint32_t kind, uint64_t bytes, size_t half, bool single_copy, size_t min_direct, Algo forced,
+                bool crowded_unchecked) {
   const Row& row = kTable[kind < kKinds ? kind : 0];
   if (forced != Algo::AUTO && can_run(row, forced, bytes, half, single_copy)) return forced;
-  return automatic(row, bytes, half, single_copy, min_direct);
+  return automatic(row, bytes, half, single_copy, min_direct, crowded_unchecked);
 }
 
 Algo select(const Context& c, uint32_t kind, uint64_t bytes) {
@@ -123,7 +130,7 @@ Algo select(const Context& c, uint32_t kind, uint64_t bytes) {
   if (kTable[kind].other == Algo::DIRECT && c.size() > 1 && c.segment()) {
     single_copy = transport::cma_mode(c.segment()->geometry().nranks) != transport::CmaMode::OFF;
   }
-  return select_for(kind, bytes, c.half_bytes(), single_copy, t.cma_min, t.algo.kind[kind]);
+  return select_for(kind, bytes, c.half_bytes(), single_copy, t.cma_min, t.algo.kind[kind], c.crowded() && !t.check_same);
 }
 
 ForcedAlgos parse_forced_algos(const char* text, std::string* error) {

@@ -3,7 +3,7 @@
 //
 // Every rank must take the same decision, so a choice depends only on what
 // MPI requires to match (the collective and its byte count), on the job
-// (slot size, world size) and on the environment, which the launcher passes
+// (slot size, world size, ranks against cores) and on the environment, which the launcher passes
 // to every rank. Each collective with a choice publishes it in its
 // signature (Signature::algo), so ranks whose environments differ throw
 // ERR_NOT_SAME instead of mixing protocols.
@@ -18,7 +18,7 @@ class Context;
 
 // The algorithms, as named in coll/*.cc (<collective>_<algorithm>). Zero is
 // "no choice made": not compared between ranks.
-enum class Algo : uint8_t { AUTO = 0, FLAT, SLICED, PIPELINED, DIRECT };
+enum class Algo : uint8_t { AUTO = 0, FLAT, SLICED, PIPELINED, DIRECT, FAN };
 const char* algo_name(Algo a);
 
 // Up to this many bytes an allreduce or reduce folds the whole vector in
@@ -50,7 +50,9 @@ Algo select(const Context& c, uint32_t kind, uint64_t bytes);
 
 // The same decision from its inputs alone, for tests: `half` the data bytes
 // of a slot half, `single_copy` whether the transport offers it for this
-// job, `min_direct` NODEMPI_CMA_MIN.
-Algo select_for(uint32_t kind, uint64_t bytes, size_t half, bool single_copy, size_t min_direct, Algo forced);
+// job, `min_direct` NODEMPI_CMA_MIN, `crowded_unchecked` whether ranks
+// outnumber cores and NODEMPI_CHECK_SAME=0.
+Algo select_for(uint32_t kind, uint64_t bytes, size_t half, bool single_copy, size_t min_direct, Algo forced,
+                bool crowded_unchecked = false);
 
 }  // namespace nodempi::coll
