@@ -84,6 +84,7 @@ std::vector<Case> cases(uint32_t n, uint32_t me, size_t bytes) {
        [bytes](coll::Context& c) { coll::scatterv(c, send.data(), counts.data(), displs.data(), recv.data(), bytes, 0); }},
       {"allgatherv",
        [bytes](coll::Context& c) { coll::allgatherv(c, send.data(), bytes, recv.data(), counts.data(), displs.data()); }},
+      {"alltoall", [bytes](coll::Context& c) { coll::alltoall(c, send.data(), recv.data(), bytes); }},
       {"alltoallv",
        [](coll::Context& c) {
          coll::alltoallv(c, send.data(), counts.data(), displs.data(), recv.data(), counts.data(), displs.data());

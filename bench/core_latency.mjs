@@ -14,7 +14,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { BENCH, ROOT, fmtUs, log, machineInfo, median, parseOptions, runJob, usageError, which } from './lib/jobs.mjs';
 
-const COLLS = ['barrier', 'bcast', 'allreduce', 'gatherv', 'scatterv', 'allgatherv', 'alltoallv', 'reduceScatter', 'scan', 'exscan'];
+const COLLS = ['barrier', 'bcast', 'allreduce', 'gatherv', 'scatterv', 'allgatherv', 'alltoall', 'alltoallv', 'reduceScatter', 'scan', 'exscan'];
 const NODE = process.execPath;
 
 const usage = `usage: node bench/core_latency.mjs [options]

@@ -44,7 +44,8 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
   // overwritten.
   const bool ready = send && direct_ready(c) && select(c, ALLTOALLV, 0) == Algo::DIRECT;
   // The sender decides for each block whether it skips the first phase.
-  auto chunks_of = [&](uint32_t r) { return lanes.chunks(skips_first(ready, sb[r])); };
+  const uint64_t skip = skip_bytes(ready);
+  auto chunks_of = [&](uint32_t r) { return lanes.chunks(sb[r] >= skip); };
   uint64_t phases = 1;
   for (uint32_t r = 0; r < n; ++r) phases = std::max({phases, chunks_of(r).phases(sb[r]), lanes.chunks().phases(recv_bytes[r])});
 
@@ -60,7 +61,8 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
     uint8_t* mine = c.slot(me, s);
     if (k == 0) c.header(me, s)->phases = phases;
     for (uint32_t r = 0; r < n; ++r) {
-      if (k == 0) lanes.put_head(mine, r, {sb[r], reinterpret_cast<uint64_t>(in + sd[r])});
+      // Peers read their lane's head; this rank knows its own.
+      if (k == 0 && r != me) lanes.put_head(mine, r, {sb[r], reinterpret_cast<uint64_t>(in + sd[r])});
       const Chunks ch = chunks_of(r);
       size_t len = ch.chunk(sb[r], k);
       // This rank's own lane is read back below: plain stores keep it in cache.
@@ -75,7 +77,7 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
       const uint8_t* half = c.slot(r, s);
       if (k == 0) {
         if (r != me) phases = std::max<uint64_t>(phases, c.header(r, s)->phases);
-        incoming[r] = lanes.head(half, me);
+        incoming[r] = r == me ? LaneHead{sb[me], reinterpret_cast<uint64_t>(in + sd[me])} : lanes.head(half, me);
         from[r] = lanes.chunks(skips_first(c.header(r, s)->sig.direct & 1, incoming[r].bytes));
         if (incoming[r].bytes > recv_bytes[r] && truncated_from == SIZE_MAX) truncated_from = r;
       }

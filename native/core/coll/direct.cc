@@ -1,5 +1,6 @@
 #include "core/coll/direct.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "core/coll/select.h"
@@ -20,8 +21,8 @@ bool direct_ready(const Context& c) {
   return (m == transport::CmaMode::ON || m == transport::CmaMode::REFUSE) && !c.direct_off();
 }
 
-bool skips_first(bool decider_ready, uint64_t bytes) {
-  return decider_ready && bytes > 0 && bytes >= transport::cma_min_bytes();
+uint64_t skip_bytes(bool decider_ready) {
+  return decider_ready ? std::max<uint64_t>(transport::cma_min_bytes(), 1) : UINT64_MAX;
 }
 
 bool direct_all(const Context& c, uint32_t s) {

@@ -46,8 +46,10 @@ uint64_t single_copies();
 // (its first-phase signature says so) and the block is at least the
 // single-copy size. If every rank turns out ready, direct copies move the
 // whole block; if not, the slots carry it from phase 1. Both sides compute
-// it the same way.
-bool skips_first(bool decider_ready, uint64_t bytes);
+// it the same way. skip_bytes(): the smallest such block (UINT64_MAX when
+// the decider is not ready), for loops over many blocks of one sender.
+uint64_t skip_bytes(bool decider_ready);
+inline bool skips_first(bool decider_ready, uint64_t bytes) { return bytes >= skip_bytes(decider_ready); }
 
 // The v-collectives, after their first phase `s` has been agreed: when more
 // phases would follow and every rank is ready, runs `copies` (this rank's
