@@ -158,8 +158,12 @@ Napi::Value queue(const Napi::CallbackInfo& info, Job job) {
     case Mode::PERSISTENT: {
       // Decided here, where the buffers are arguments: start() has only the id.
       const bool wake = payload_bytes(info) >= kWakeBytes;
-      uint64_t id = progress_of(env).engine.add_template(job.comm, std::move(job.body), wake, std::move(job.user));
-      return Napi::Number::New(env, double(id));
+      try {
+        uint64_t id = progress_of(env).engine.add_template(job.comm, std::move(job.body), wake, std::move(job.user));
+        return Napi::Number::New(env, double(id));
+      } catch (const CoreError& e) {
+        throw_core(env, e, nullptr);
+      }
     }
     case Mode::BLOCKING:
       break;

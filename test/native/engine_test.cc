@@ -237,13 +237,23 @@ void test_templates() {
   uint64_t bad = engine.add_template(4, [] { throw CoreError(ErrorClass::NOT_SAME, "ranks differ"); }, false);
   Completion failed = engine.run_template(bad);
   CHECK(failed.done && failed.error == ErrorClass::NOT_SAME && failed.message == "ranks differ");
-  // The same template again and again (found without the map: the last
-  // one run), then gone once freed, or once its lane retires.
+  // The same template again and again, two in turn, then gone once freed,
+  // or once its lane retires; a template that takes a freed one's place
+  // is never found by the freed one's id.
   uint64_t again = engine.add_template(4, [&] { order.push_back(3); }, false);
   CHECK(engine.run_template(again).done && engine.run_template(again).done);
-  CHECK((order == std::vector<int>{2, 1, 2, 3, 3}));
+  CHECK(engine.run_template(rt).done && engine.run_template(again).done);
+  CHECK((order == std::vector<int>{2, 1, 2, 3, 3, 2, 3}));
   engine.free_template(again);
   CHECK_EQ(engine.run_template(again).id, uint64_t(0));
+  uint64_t reused = engine.add_template(4, [&] { order.push_back(4); }, false);
+  CHECK(reused != again);
+  CHECK_EQ(engine.run_template(again).id, uint64_t(0));
+  CHECK_EQ(engine.start(again), uint64_t(0));
+  engine.free_template(again);  // a stale id frees nothing
+  CHECK(engine.run_template(reused).done);
+  CHECK((order == std::vector<int>{2, 1, 2, 3, 3, 2, 3, 4}));
+  engine.free_template(reused);
   CHECK(engine.run_template(rt).done && engine.run_template(rt).done);
   engine.retire_lane(4);
   CHECK_EQ(engine.run_template(rt).id, uint64_t(0));

@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <chrono>
+#include <string>
 
 #include "core/clock.h"
 
@@ -94,26 +95,50 @@ void Engine::wait_external(const Op* op) {
 }
 
 uint64_t Engine::add_template(uint32_t comm, std::function<void()> body, bool wake, std::shared_ptr<void> keep) {
-  const uint64_t id = next_id_++;
-  templates_.emplace(id, Template{comm, std::move(body), wake, std::move(keep)});
-  return id;
+  uint32_t place;
+  if (!free_templates_.empty()) {
+    place = free_templates_.back();
+    free_templates_.pop_back();
+  } else {
+    if (templates_.size() + 1 >= kTemplatePlaces) {
+      throw CoreError(ErrorClass::OTHER, "more than " + std::to_string(kTemplatePlaces - 2) + " persistent requests at once");
+    }
+    place = uint32_t(templates_.size());
+    templates_.emplace_back();
+  }
+  TemplateSlot& slot = templates_[place];
+  // Ids stay below 2^53, exact as JavaScript numbers; a generation wraps
+  // after 2^29 uses of one place.
+  slot.generation = slot.generation % (uint64_t(1) << 29) + 1;
+  slot.id = slot.generation << kTemplatePlaceBits | place;
+  slot.t = Template{comm, std::move(body), wake, std::move(keep)};
+  return slot.id;
+}
+
+Engine::Template* Engine::find_template(uint64_t id) {
+  const uint64_t place = id % kTemplatePlaces;
+  if (id == 0 || place >= templates_.size() || templates_[place].id != id) return nullptr;
+  return &templates_[place].t;
+}
+
+void Engine::drop_template(uint32_t place) {
+  templates_[place].id = 0;
+  templates_[place].t = Template{};
+  free_templates_.push_back(place);
 }
 
 uint64_t Engine::start(uint64_t template_id) {
-  auto it = templates_.find(template_id);
-  if (it == templates_.end()) return 0;
-  const Template& t = it->second;
-  return enqueue(t.comm, make_op(t.body), t.wake, t.keep);
+  const Template* t = find_template(template_id);
+  if (!t) return 0;
+  return enqueue(t->comm, make_op(t->body), t->wake, t->keep);
 }
 
 Completion Engine::run_template(uint64_t template_id) {
-  if (template_id != last_template_id_) {
-    auto it = templates_.find(template_id);
-    if (it == templates_.end()) return {};
-    last_template_id_ = template_id;
-    last_template_ = &it->second;
-  }
-  const Template& t = *last_template_;
+  const Template* found = find_template(template_id);
+  if (!found) return {};
+  // No template is added or freed while this one runs (its body runs no
+  // JavaScript), so the reference stays valid.
+  const Template& t = *found;
   std::unique_lock<std::mutex> hold;
   if (!may_run_now(t.comm, hold)) return run_blocking(t.comm, t.body);
   Completion c = result(template_id, true);
@@ -127,8 +152,7 @@ Completion Engine::run_template(uint64_t template_id) {
 }
 
 void Engine::free_template(uint64_t template_id) {
-  last_template_id_ = 0;
-  templates_.erase(template_id);
+  if (find_template(template_id)) drop_template(uint32_t(template_id % kTemplatePlaces));
 }
 
 void Engine::kick(uint32_t except) {
@@ -294,9 +318,8 @@ void Engine::drain(std::vector<Completion>& out) {
 }
 
 void Engine::retire_lane(uint32_t comm) {
-  last_template_id_ = 0;
-  for (auto it = templates_.begin(); it != templates_.end();) {
-    it = it->second.comm == comm ? templates_.erase(it) : std::next(it);
+  for (uint32_t place = 0; place < templates_.size(); ++place) {
+    if (templates_[place].id && templates_[place].t.comm == comm) drop_template(place);
   }
   if (comm >= lanes_.size() || !lanes_[comm]) return;
   Lane& lane = *lanes_[comm];

@@ -152,9 +152,9 @@ class Engine {
     uint32_t comm;
   };
   struct Template {
-    uint32_t comm;
+    uint32_t comm = 0;
     std::function<void()> body;
-    bool wake;
+    bool wake = false;
     std::shared_ptr<void> keep;
   };
   // A call a progress thread needs made on the main thread.
@@ -180,13 +180,22 @@ class Engine {
   std::mutex mail_mu_;
   std::deque<MainCall*> mail_;
   std::unordered_map<uint64_t, Request> pending_;
-  std::unordered_map<uint64_t, Template> templates_;
-  // The template run_template ran last (0: none): a loop of one collective
-  // finds it without the map's hash, whose division by the bucket count
-  // was most of run_template's own time. Elements of an unordered_map stay
-  // where they are until erased, and every erase clears this.
-  uint64_t last_template_id_ = 0;
-  const Template* last_template_ = nullptr;
+  // Templates by id: its low kTemplatePlaceBits are its place in
+  // templates_, the rest that place's generation, so a freed id never finds
+  // the template that reuses its place. A vector, not a hash map: a loop
+  // that alternates two templates (a barrier between calls) paid the hash's
+  // division by the bucket count at every call.
+  static constexpr unsigned kTemplatePlaceBits = 24;
+  static constexpr uint64_t kTemplatePlaces = uint64_t(1) << kTemplatePlaceBits;
+  struct TemplateSlot {
+    uint64_t id = 0;  // 0: free
+    uint64_t generation = 0;
+    Template t;
+  };
+  std::vector<TemplateSlot> templates_;
+  std::vector<uint32_t> free_templates_;
+  Template* find_template(uint64_t id);
+  void drop_template(uint32_t place);
   uint64_t next_id_ = 1;
   bool unkicked_ = false;  // some lane holds operations its thread was not woken for
   bool in_wait_ = false;   // the main thread is inside wait(), which reports its own completion
