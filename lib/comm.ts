@@ -642,7 +642,7 @@ export class Comm {
     // until V8 optimizes the function.
     const n = d.arity;
     const replays = running === 0 ? this.#replays ?? this._replays() : null;
-    const r = replays !== null ? replays.replay(d.name, n, a0, a1, a2, a3) : -1;
+    const r = replays !== null ? replays.replay(d.id, n, a0, a1, a2, a3) : -1;
     if (r === REPLAYED) return;
     const args = argList(n, a0, a1, a2, a3);
     if (r === RECORD && this.#keep(replays!, d, args)) return;

@@ -70,11 +70,10 @@ interface Calls {
 
 /** One communicator's replays: the last few argument lists of each collective. */
 export class Replays {
-  #byName = new Map<string, Calls>();
-  // The collective of the last call and its Calls: a loop of one
-  // collective finds them without hashing its name at every call.
-  #lastName = '';
-  #lastCalls: Calls | undefined = undefined;
+  // By the collective's number (Collective.id): a loop that alternates two
+  // collectives (a benchmark's barrier between calls) finds each one's
+  // without hashing a name.
+  #calls: (Calls | undefined)[] = [];
   // The entry the last replay() matched or added (null: not replayable), for
   // recorded() right after.
   #last: Entry | null = null;
@@ -84,30 +83,23 @@ export class Replays {
   #runTemplate = backend.requests.runTemplate!;
 
   /**
-   * A blocking call of `name` with arguments a0..a(n-1): REPLAYED when it
+   * A blocking call of collective `id` with arguments a0..a(n-1): REPLAYED when it
    * ran from its template, RECORD to make one of this call (then kept()),
    * or -1 to run it as usual. One by one rather than a list, so that a
    * repeat allocates nothing (comm.ts, _blocking).
    */
-  replay(name: string, n: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): number {
+  replay(which: number, n: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): number {
     // The loop's case, the same call as last time, is looked at first and
     // apart from the rest (#search): until V8 optimizes, every call costs,
     // and then it compiles whole what it inlines, on a thread that takes a
     // core from the ranks (bench/WARMUP.md).
-    let calls = this.#lastCalls;
-    if (name !== this.#lastName) {
-      calls = this.#byName.get(name);
-      if (calls !== undefined) {
-        this.#lastName = name;
-        this.#lastCalls = calls;
-      }
-    }
+    const calls = this.#calls[which];
     let id: number;
     if (calls !== undefined && calls.pause === 0 && calls.entries.length !== 0 &&
         same(calls.entries[calls.entries.length - 1]!, n, a0, a1, a2, a3)) {
       id = this.#matched(calls, calls.entries[calls.entries.length - 1]!);
     } else {
-      id = this.#search(name, calls, n, a0, a1, a2, a3);
+      id = this.#search(which, calls, n, a0, a1, a2, a3);
     }
     if (id < 0) return id;
     // False: the engine no longer has it; run the call as usual.
@@ -125,11 +117,11 @@ export class Replays {
   }
 
   // replay() past its most recent entry: the template to run, RECORD or -1.
-  #search(name: string, found: Calls | undefined, n: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): number {
+  #search(which: number, found: Calls | undefined, n: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): number {
     let calls = found;
     if (calls === undefined) {
       calls = { entries: [], misses: 0, pause: 0, nextPause: MIN_PAUSE };
-      this.#byName.set(name, calls);
+      this.#calls[which] = calls;
     }
     this.#last = null;
     if (calls.pause > 0) {
@@ -182,10 +174,8 @@ export class Replays {
 
   /** Frees every template (the communicator is being freed). */
   clear(): void {
-    for (const calls of this.#byName.values()) calls.entries.forEach(free);
-    this.#byName.clear();
-    this.#lastName = '';
-    this.#lastCalls = undefined;
+    for (const calls of this.#calls) calls?.entries.forEach(free);
+    this.#calls = [];
     this.#last = null;
   }
 }
@@ -197,6 +187,29 @@ function free(e: Entry): void {
 // A value whose meaning never changes, compared by value or identity.
 function plain(x: unknown): boolean {
   return typeof x === 'number' || (x instanceof Datatype && x.predefined);
+}
+
+// A v- or w-spec [buf, counts, displs?, datatype(s)?] as recorded: the
+// argument the v-collectives repeat, compared place by place (matches),
+// which takes half the time of sameSpec's two-level walk (bench/VCOLL.md).
+class VSpec {
+  constructor(readonly length: number, readonly view: ArrayBufferView, readonly counts: unknown[],
+    readonly displs: unknown, readonly types: unknown) {}
+
+  // `inner`: the spec's copy as entry() made it.
+  static of(inner: unknown[]): VSpec | null {
+    const n = inner.length, [view, counts, displs, types] = inner;
+    if (n < 2 || n > 4 || !ArrayBuffer.isView(view) || !Array.isArray(counts)) return null;
+    if (!(displs === undefined || displs === null || Array.isArray(displs))) return null;
+    return new VSpec(n, view, counts, displs, types);
+  }
+
+  matches(a: unknown): boolean {
+    if (!Array.isArray(a) || a.length !== this.length || a[0] !== this.view || !sameList(a[1], this.counts)) return false;
+    const d: unknown = a[2], t: unknown = a[3];
+    if (d !== this.displs && !(Array.isArray(this.displs) && sameList(d, this.displs))) return false;
+    return t === this.types || (Array.isArray(this.types) && sameList(t, this.types));
+  }
 }
 
 // A new entry for `args`, or null when they hold anything a replay could
@@ -235,7 +248,7 @@ function entry(args: unknown[]): Entry | null {
           return null;
         }
       }
-      copy[i] = inner;
+      copy[i] = VSpec.of(inner) ?? inner;
     } else if (a === null || a === undefined || a === IN_PLACE || typeof a === 'number' || (a instanceof Op && a.id >= 0)) {
       copy[i] = a;
     } else {
@@ -249,17 +262,22 @@ function entry(args: unknown[]): Entry | null {
 function same(e: Entry, n: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): boolean {
   const s = e.args;
   if (s.length !== n) return false;
-  if (n > 0 && a0 !== s[0] && !sameSpec(a0, s[0])) return false;
-  if (n > 1 && a1 !== s[1] && !sameSpec(a1, s[1])) return false;
-  if (n > 2 && a2 !== s[2] && !sameSpec(a2, s[2])) return false;
-  if (n > 3 && a3 !== s[3] && !sameSpec(a3, s[3])) return false;
+  if (n > 0 && a0 !== s[0] && !sameArg(a0, s[0])) return false;
+  if (n > 1 && a1 !== s[1] && !sameArg(a1, s[1])) return false;
+  if (n > 2 && a2 !== s[2] && !sameArg(a2, s[2])) return false;
+  if (n > 3 && a3 !== s[3] && !sameArg(a3, s[3])) return false;
   const views = e.views, bytes = e.bytes;
   for (let i = 0; i < views.length; i++) if (trueBytes(views[i]!) !== bytes[i]) return false;
   return true;
 }
 
-// A message spec or list of counts equal, two levels down, to the copy `x`
-// (apart from same(), which most loops never need it in).
+// An argument equal to the copy `x` (apart from same(), which most loops
+// never need it in).
+function sameArg(a: unknown, x: unknown): boolean {
+  return x instanceof VSpec ? x.matches(a) : sameSpec(a, x);
+}
+
+// A message spec or list of counts equal, two levels down, to the copy `x`.
 function sameSpec(a: unknown, x: unknown): boolean {
   if (!Array.isArray(x) || !Array.isArray(a) || a.length !== x.length) return false;
   for (let j = 0; j < x.length; j++) {
@@ -268,9 +286,15 @@ function sameSpec(a: unknown, x: unknown): boolean {
       if (b !== y) return false;
       continue;
     }
-    if (!Array.isArray(b) || b.length !== y.length) return false;
-    for (let k = 0; k < y.length; k++) if (b[k] !== y[k]) return false;
+    if (!sameList(b, y)) return false;
   }
+  return true;
+}
+
+// A list equal element by element to the copy `y`.
+function sameList(b: unknown, y: readonly unknown[]): boolean {
+  if (!Array.isArray(b) || b.length !== y.length) return false;
+  for (let k = 0; k < y.length; k++) if (b[k] !== y[k]) return false;
   return true;
 }
 

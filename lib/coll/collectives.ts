@@ -30,6 +30,8 @@ export type CollectiveName =
  */
 export interface Collective<A extends unknown[]> {
   readonly name: CollectiveName;
+  /** Its number, from 0 up: where a communicator keeps its replays (lib/replay.ts). */
+  readonly id: number;
   /** How many arguments the public method passes on, defaults included. */
   readonly arity: Required<A>['length'];
   /** The first argument is one buffer both read and written (bcast's). */
@@ -38,8 +40,10 @@ export interface Collective<A extends unknown[]> {
   inter(b: InterCollectives, c: InterMembers, mode: Mode, ...args: A): Started;
 }
 
-function define<A extends unknown[]>(d: Collective<A>): Collective<A> {
-  return d;
+let defined = 0;
+
+function define<A extends unknown[]>(d: Omit<Collective<A>, 'id'>): Collective<A> {
+  return { ...d, id: defined++ };
 }
 
 // ---- Checks shared by the descriptors ---------------------------------------
