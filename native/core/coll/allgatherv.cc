@@ -60,6 +60,7 @@ void allgatherv(Context& c, const void* send, size_t send_bytes, void* recv, con
       return;
     }
   }
+  if (mine) c.hold_slot();
   for (size_t k = 0; k < phases; ++k) {
     size_t off = k * chunk;
     const bool first = k == 0 && !d.signed_();

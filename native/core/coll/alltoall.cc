@@ -50,6 +50,7 @@ void alltoall(Context& c, const void* send, void* recv, size_t bytes) {
     }
   }
   size_t off = 0;
+  c.hold_slot();
   do {
     size_t len = std::min(lane, bytes - off);
     const bool first = off == 0 && !d.signed_();

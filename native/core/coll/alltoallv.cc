@@ -55,6 +55,7 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
   Signature sig = as ? *as : Signature{};
   if (!as) sig.kind = ALLTOALLV;
   sig.direct = ready ? 1 : 0;
+  c.hold_slot();
   for (uint64_t k = 0; k < phases; ++k) {
     uint32_t s = k == 0 ? c.open(sig, what) : c.next_phase();
     if (k) c.acquire_slot(s, what);

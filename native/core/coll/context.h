@@ -150,6 +150,14 @@ class Context {
     if (member == rank_ && !bound_) bind();
     return slots_[member * 2 + (s & 1)] + kHeaderBytes;
   }
+  // Binds this rank's slot set now (slot() would at its first write), for
+  // a collective that writes its half in its first phase whatever happens:
+  // called before open(), hold()'s locked instruction does not wait for
+  // the header line's stores to leave, which a peer waiting on that line
+  // delays (bench/VCOLL.md, "Binding the slots first").
+  void hold_slot() {
+    if (!bound_) bind();
+  }
   // Member's header line for phase s, written and read under the same rules
   // as the data: its signature, how many phases a v-collective takes, and so
   // on.

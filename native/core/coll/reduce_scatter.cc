@@ -38,6 +38,7 @@ void reduce_scatter(Context& c, const void* send, void* recv, const size_t* coun
   size_t done = 0;
   size_t total = 0;
   for (uint32_t r = 0; r < n; ++r) total += counts[r];
+  c.hold_slot();
   do {
     uint32_t s = done == 0 ? c.open(reduction_sig(REDUCE_SCATTER, 0, op, total), "reduceScatter") : c.next_phase();
     if (done) c.acquire_slot(s, "reduceScatter");
