@@ -79,6 +79,7 @@ void scan(Context& c, const void* send, void* recv, size_t count, const Combiner
   const size_t per_round = std::max<size_t>(1, c.half_bytes() / item);
   const uint8_t* src[transport::kMaxRanks];
   size_t done = 0;
+  if (count && me + 1 < n) c.hold_slot();
   do {
     size_t m = std::min(per_round, count - done);
     const bool first = done == 0 && !d.signed_();
