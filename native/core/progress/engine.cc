@@ -100,8 +100,8 @@ uint64_t Engine::add_template(uint32_t comm, std::function<void()> body, bool wa
     place = free_templates_.back();
     free_templates_.pop_back();
   } else {
-    if (templates_.size() + 1 >= kTemplatePlaces) {
-      throw CoreError(ErrorClass::OTHER, "more than " + std::to_string(kTemplatePlaces - 2) + " persistent requests at once");
+    if (templates_.size() == kTemplatePlaces) {
+      throw CoreError(ErrorClass::OTHER, "more than " + std::to_string(kTemplatePlaces) + " persistent requests at once");
     }
     place = uint32_t(templates_.size());
     templates_.emplace_back();
