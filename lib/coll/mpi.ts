@@ -431,7 +431,16 @@ const intra: IntraCollectives = {
     const rb = stageMoveV(recv, send ? 'recv' : 'both');
     const lists = vLists(rb, L.RECV_COUNTS, 'allgatherv', false, true);
     block[K.RECV_TYPE] = BYTE;
-    return run(Coll.ALLGATHERV, c, s, rb.view, mode, send ? 0 : SEND_IN_PLACE, lists, c.size);
+    let view = rb.view;
+    if (c.size === 1) {
+      // MPICH 4.0's MPI_Allgatherv and MPI_Iallgatherv on one rank write the
+      // block at the start of the buffer whatever its displacement: the
+      // block's own place is given as the buffer, at displacement 0.
+      const displs = argList(L.RECV_COUNTS + 1, 1), at = Math.min(displs[0]!, view.byteLength);
+      view = new Uint8Array(view.buffer, view.byteOffset + at, view.byteLength - at);
+      displs[0] = 0;
+    }
+    return run(Coll.ALLGATHERV, c, s, view, mode, send ? 0 : SEND_IN_PLACE, lists, c.size);
   },
 
   // In place, the send side is a copy of the receive buffer laid out the
