@@ -34,12 +34,11 @@
 // bench/BACKENDS.md (--tcp: backends-tcp.json, backends-tcp.svg and its own
 // section); --quick, --only, --sizes or --mpi write results/backends-partial.json
 // (backends-tcp-partial.json) and leave BACKENDS.md alone.
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import {
-  BENCH, EXT_MAX, NCPU, ROOT, findMpi4py, fmtRatio, fmtSize, fmtUs, list, log, machineInfo, onInterrupt, parseOptions, runJob, tryRun,
+  BENCH, EXT_MAX, NCPU, ROOT, buildOsuColl, findMpi4py, fmtRatio, fmtSize, fmtUs, list, log, machineInfo, onInterrupt, parseOptions, runJob, tryRun,
   usageError, which,
 } from './lib/jobs.mjs';
 import { latencySvg } from './lib/plot.mjs';
@@ -428,9 +427,9 @@ async function main() {
     for (const lib of mpis) {
       exe[lib] = join(tmp, `osu_coll_${lib}`);
       try {
-        execFileSync(LIBS[lib].mpicc, ['-O2', '-o', exe[lib], join(BENCH, 'ompi', 'osu_coll.c'), '-lm'], { stdio: ['ignore', 'inherit', 'inherit'] });
+        buildOsuColl(exe[lib], LIBS[lib].mpicc);
       } catch (e) {
-        console.error(`bench: ${LIBS[lib].mpicc} failed to compile bench/ompi/osu_coll.c: ${e.message}`);
+        console.error(e.message);
         rmSync(tmp, { recursive: true, force: true });
         process.exit(1);
       }

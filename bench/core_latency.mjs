@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { BENCH, ROOT, fmtUs, log, machineInfo, median, parseOptions, runJob, usageError, which } from './lib/jobs.mjs';
+import { BENCH, ROOT, buildOsuColl, fmtUs, log, machineInfo, median, parseOptions, runJob, usageError, which } from './lib/jobs.mjs';
 
 const COLLS = ['barrier', 'bcast', 'allreduce', 'gatherv', 'scatterv', 'allgatherv', 'alltoall', 'alltoallv', 'reduceScatter', 'scan', 'exscan'];
 const NODE = process.execPath;
@@ -44,8 +44,7 @@ function compile(tmp) {
   const core = join(dir, 'core_latency');
   let ompi = null;
   if (which('mpicc') && which('mpirun')) {
-    ompi = join(tmp, 'osu_coll');
-    execFileSync('mpicc', ['-O2', '-o', ompi, join(BENCH, 'ompi', 'osu_coll.c'), '-lm'], { stdio: ['ignore', 'inherit', 'inherit'] });
+    ompi = buildOsuColl(join(tmp, 'osu_coll'));
   } else {
     log('core_latency: Open MPI not found (mpicc/mpirun); its column stays empty');
   }

@@ -13,11 +13,10 @@
 // over the rounds that count, each point's median for both and the range
 // of the per-round ratios, as a Markdown table; every job's lines go to
 // --out (JSON lines).
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { BENCH, ROOT, fmtSize, list, log, median, parseOptions, runJob, usageError } from './lib/jobs.mjs';
+import { BENCH, ROOT, buildOsuColl, fmtSize, list, log, median, parseOptions, runJob, usageError } from './lib/jobs.mjs';
 
 const usage = `usage: node bench/paired.mjs [options]
   --np N          ranks (default 2)
@@ -44,8 +43,7 @@ const lines = [];
 // "coll bytes" -> [{ ompi, nodempi }], one per round that counts
 const kept = new Map();
 try {
-  const osu = join(tmp, 'osu_coll');
-  execFileSync('mpicc', ['-O2', '-o', osu, join(BENCH, 'ompi', 'osu_coll.c'), '-lm'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const osu = buildOsuColl(join(tmp, 'osu_coll'));
   const jobs = {
     ompi: (c) => ['mpirun', ['--allow-run-as-root', '--oversubscribe', '-n', String(np), osu, '--colls', c, ...timing, '--label', 'ompi']],
     nodempi: (c) => [process.execPath, [join(ROOT, 'dist', 'cli.js'), '--oversubscribe', '-n', String(np),

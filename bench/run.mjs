@@ -20,12 +20,11 @@
 // bench/results/vcoll.json and bench/VCOLL.md (or results/vcoll-partial.json);
 // the baselines implement only the original eight, so their jobs are skipped
 // for collectives they lack and their cells stay empty.
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import {
-  BENCH, EXT_MAX, NCPU, ROOT, addonInfo, fmtRatio, list, log, onInterrupt, parseOptions, runJob as runBenchJob, tryRun, usageError, which,
+  BENCH, EXT_MAX, NCPU, ROOT, addonInfo, buildOsuColl, fmtRatio, list, log, onInterrupt, parseOptions, runJob as runBenchJob, tryRun, usageError, which,
 } from './lib/jobs.mjs';
 import { latencySvg } from './lib/plot.mjs';
 import { compactJson, loadSummary, repeatJobs, roundPoint, summarize as summarizeRuns, writeBetweenMarkers } from './lib/repeat.mjs';
@@ -352,9 +351,9 @@ async function main() {
       ompiDir = tempDir = mkdtempSync(join(os.tmpdir(), 'nodempi-bench-'));
       ompiExe = join(ompiDir, 'osu_coll');
       try {
-        execFileSync('mpicc', ['-O2', '-o', ompiExe, join(BENCH, 'ompi', 'osu_coll.c'), '-lm'], { stdio: ['ignore', 'inherit', 'inherit'] });
+        buildOsuColl(ompiExe);
       } catch (e) {
-        console.error(`bench: mpicc failed to compile bench/ompi/osu_coll.c: ${e.message}`);
+        console.error(e.message);
         process.exit(1);
       }
       ompiVersion = (tryRun('mpirun', ['--version']) ?? '').split('\n')[0] || 'Open MPI (unknown version)';

@@ -56,6 +56,19 @@ export function tryRun(cmd, args) {
   try { return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], cwd: ROOT }).trim(); } catch { return null; }
 }
 
+/**
+ * Compiles bench/ompi/osu_coll.c, the C side of every comparison, with
+ * `mpicc` -O2 into `exe`; throws an Error that says which compiler failed.
+ */
+export function buildOsuColl(exe, mpicc = 'mpicc') {
+  try {
+    execFileSync(mpicc, ['-O2', '-o', exe, join(BENCH, 'ompi', 'osu_coll.c'), '-lm'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  } catch (e) {
+    throw new Error(`bench: ${mpicc} failed to compile bench/ompi/osu_coll.c: ${e.message}`);
+  }
+  return exe;
+}
+
 export function which(cmd) {
   return spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' }).status === 0;
 }

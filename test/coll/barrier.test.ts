@@ -13,8 +13,7 @@ describe('barrier', () => {
     args: () => [mkdtempSync(join(tmpdir(), 'nodempi-barrier-'))],
     after: ([dir]) => rmSync(dir!, { recursive: true, force: true }),
   });
-  // With the check off and more ranks than cores (np 3 and 4 on a 2-core
-  // machine), the others wait for rank 0 alone (native/core/coll/barrier.cc).
+  // The barrier that waits for rank 0 alone, forced, on any number of cores.
   it('lets no rank out before all are in with NODEMPI_ALGO=barrier:fan at np=2', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'nodempi-barrier-'));
     try {
@@ -23,6 +22,8 @@ describe('barrier', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+  // With the check off and more ranks than cores (np 3 and 4 on a 2-core
+  // machine), the others wait for rank 0 alone (native/core/coll/barrier.cc).
   for (const np of [3, 4]) {
     it(`lets no rank out before all are in with NODEMPI_CHECK_SAME=0 at np=${np}`, async () => {
       const dir = mkdtempSync(join(tmpdir(), 'nodempi-barrier-'));

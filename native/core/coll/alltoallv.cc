@@ -46,6 +46,7 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
   // The sender decides for each block whether it skips the first phase.
   const uint64_t skip = skip_bytes(ready);
   auto chunks_of = [&](uint32_t r) { return lanes.chunks(sb[r] >= skip); };
+  auto head_of = [&](uint32_t r) { return LaneHead{sb[r], reinterpret_cast<uint64_t>(in + sd[r])}; };
   uint64_t phases = 1;
   for (uint32_t r = 0; r < n; ++r) phases = std::max({phases, chunks_of(r).phases(sb[r]), lanes.chunks().phases(recv_bytes[r])});
 
@@ -63,7 +64,7 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
     if (k == 0) c.header(me, s)->phases = phases;
     for (uint32_t r = 0; r < n; ++r) {
       // Peers read their lane's head; this rank knows its own.
-      if (k == 0 && r != me) lanes.put_head(mine, r, {sb[r], reinterpret_cast<uint64_t>(in + sd[r])});
+      if (k == 0 && r != me) lanes.put_head(mine, r, head_of(r));
       const Chunks ch = chunks_of(r);
       size_t len = ch.chunk(sb[r], k);
       // This rank's own lane is read back below: plain stores keep it in cache.
@@ -78,7 +79,7 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
       const uint8_t* half = c.slot(r, s);
       if (k == 0) {
         if (r != me) phases = std::max<uint64_t>(phases, c.header(r, s)->phases);
-        incoming[r] = r == me ? LaneHead{sb[me], reinterpret_cast<uint64_t>(in + sd[me])} : lanes.head(half, me);
+        incoming[r] = r == me ? head_of(me) : lanes.head(half, me);
         from[r] = lanes.chunks(skips_first(c.header(r, s)->sig.direct & 1, incoming[r].bytes));
         if (incoming[r].bytes > recv_bytes[r] && truncated_from == SIZE_MAX) truncated_from = r;
       }

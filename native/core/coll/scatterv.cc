@@ -38,7 +38,8 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
   const Lanes lanes(c);
   const bool ready = direct_ready(c) && select(c, SCATTERV, 0) == Algo::DIRECT;
   // The root decides for each block whether it skips the first phase.
-  auto chunks_of = [&](uint32_t r) { return lanes.chunks(skips_first(ready, send_bytes[r])); };
+  const uint64_t skip = skip_bytes(ready);
+  auto chunks_of = [&](uint32_t r) { return lanes.chunks(send_bytes[r] >= skip); };
   uint64_t phases = 1;
   if (me == root) {
     for (uint32_t r = 0; r < n; ++r) {

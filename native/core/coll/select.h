@@ -3,10 +3,10 @@
 //
 // Every rank must take the same decision, so a choice depends only on what
 // MPI requires to match (the collective and its byte count), on the job
-// (slot size, world size, ranks against cores) and on the environment, which the launcher passes
-// to every rank. Each collective with a choice publishes it in its
-// signature (Signature::algo), so ranks whose environments differ throw
-// ERR_NOT_SAME instead of mixing protocols.
+// (slot size, world size, ranks against cores) and on the environment,
+// which the launcher passes to every rank. Each collective with a choice
+// publishes it in its signature (Signature::algo), so ranks whose
+// environments differ throw ERR_NOT_SAME instead of mixing protocols.
 #pragma once
 #include <cstddef>
 #include <cstdint>
