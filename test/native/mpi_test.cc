@@ -1117,6 +1117,16 @@ int test_persistent(int vector_type, int struct_type) {
   for (int k = 0; k < 4; k++) CHECK_EQ(recv[k], 3 + 3 * k);
   g_mpi->free_template(unstarted);
   CHECK(!g_mpi->run_template(unstarted));
+  // The next template takes the freed place under a new id: the stale id
+  // neither runs nor frees it.
+  const int reused = g_mpi->run(allreduce_sum(send, recv, 4), Mode::PERSISTENT);
+  CHECK(reused != unstarted);
+  CHECK(!g_mpi->run_template(unstarted));
+  g_mpi->free_template(unstarted);
+  std::fill(recv, recv + 4, -1);
+  CHECK(g_mpi->run_template(reused));
+  for (int k = 0; k < 4; k++) CHECK_EQ(recv[k], 3 + 3 * k);
+  g_mpi->free_template(reused);
 
   g_mpi->free_template(sum);
   g_mpi->free_template(bcast);

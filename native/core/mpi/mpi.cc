@@ -216,45 +216,71 @@ constexpr auto trampolines(std::index_sequence<K...>) {
 
 // ---- Handle tables ---------------------------------------------------------------
 
-// Objects by nodempi handle, slots reused once freed; `first` handles are
-// reserved (the predefined ones, which live elsewhere).
+// Objects by nodempi handle, places reused once freed; `first` handles are
+// reserved (the predefined ones, which live elsewhere). A handle carries its
+// place's generation above kPlaceBits, so an id kept past its free never
+// finds the object that reuses the place (as the shm engine's templates).
 template <class T>
 class Table {
  public:
+  static constexpr int kPlaceBits = 22;  // places at once: 4M handles
+  static constexpr int kPlaceMask = (1 << kPlaceBits) - 1;
+  static constexpr unsigned kGenerations = 1u << (31 - kPlaceBits);  // handles stay positive ints
+
   explicit Table(int first) : first_(first) {}
   int add(T value) {
+    size_t i;
     if (!free_.empty()) {
-      int h = free_.back();
+      i = free_.back();
       free_.pop_back();
-      items_[size_t(h - first_)] = std::move(value);
-      used_[size_t(h - first_)] = true;
-      return h;
+      places_[i].value = std::move(value);
+    } else {
+      if (places_.size() + size_t(first_) > size_t(kPlaceMask)) {
+        throw CoreError(ErrorClass::INTERN, "more than 4M handles of one kind at once");
+      }
+      i = places_.size();
+      places_.push_back({std::move(value), 0, false});
     }
-    items_.push_back(std::move(value));
-    used_.push_back(true);
-    return first_ + int(items_.size()) - 1;
+    places_[i].used = true;
+    return handle(i);
   }
   T* find(int h) {
-    size_t i = size_t(h - first_);
-    return h >= first_ && i < items_.size() && used_[i] ? &items_[i] : nullptr;
+    Place* p = place(h);
+    return p ? &p->value : nullptr;
   }
   void remove(int h) {
-    used_[size_t(h - first_)] = false;
-    items_[size_t(h - first_)] = T{};
-    free_.push_back(h);
+    Place* p = place(h);
+    if (!p) return;
+    p->used = false;
+    p->value = T{};
+    p->generation = (p->generation + 1) % kGenerations;
+    free_.push_back(size_t(p - places_.data()));
   }
   template <class F>
   void each(F&& f) {
-    for (size_t i = 0; i < items_.size(); i++) {
-      if (used_[i]) f(first_ + int(i), items_[i]);
+    for (size_t i = 0; i < places_.size(); i++) {
+      if (places_[i].used) f(handle(i), places_[i].value);
     }
   }
 
  private:
+  struct Place {
+    T value;
+    unsigned generation;
+    bool used;
+  };
+  int handle(size_t i) const { return int(places_[i].generation << kPlaceBits) | (first_ + int(i)); }
+  Place* place(int h) {
+    if (h < 0) return nullptr;
+    int at = (h & kPlaceMask) - first_;
+    if (at < 0 || size_t(at) >= places_.size()) return nullptr;
+    Place& p = places_[size_t(at)];
+    return p.used && handle(size_t(at)) == h ? &p : nullptr;
+  }
+
   int first_;
-  std::vector<T> items_;
-  std::vector<bool> used_;
-  std::vector<int> free_;
+  std::vector<Place> places_;
+  std::vector<size_t> free_;
 };
 
 template <class A>
