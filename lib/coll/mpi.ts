@@ -201,6 +201,15 @@ function vType(v: ResolvedV): number {
 
 // A v-message's buffer copied (read again at every start of a persistent
 // request), with the same blocks.
+// On a one-rank communicator, where libraries take shortcuts that get
+// displacements wrong (allgatherv, alltoallw above): the block's own place
+// as the buffer, and its byte displacement in list `counts + 1` set to 0.
+function ownBlock(view: ArrayBufferView, counts: L): Uint8Array {
+  const displs = argList(counts + 1, 1), at = Math.min(displs[0]!, view.byteLength);
+  displs[0] = 0;
+  return new Uint8Array(view.buffer, view.byteOffset + at, view.byteLength - at);
+}
+
 function sendCopy(v: ResolvedV): ResolvedV {
   const src = new Uint8Array(v.view.buffer, v.view.byteOffset, v.view.byteLength);
   const copy = new Uint8Array(src.length);
@@ -431,15 +440,9 @@ const intra: IntraCollectives = {
     const rb = stageMoveV(recv, send ? 'recv' : 'both');
     const lists = vLists(rb, L.RECV_COUNTS, 'allgatherv', false, true);
     block[K.RECV_TYPE] = BYTE;
-    let view = rb.view;
-    if (c.size === 1) {
-      // MPICH 4.0's MPI_Allgatherv and MPI_Iallgatherv on one rank write the
-      // block at the start of the buffer whatever its displacement: the
-      // block's own place is given as the buffer, at displacement 0.
-      const displs = argList(L.RECV_COUNTS + 1, 1), at = Math.min(displs[0]!, view.byteLength);
-      view = new Uint8Array(view.buffer, view.byteOffset + at, view.byteLength - at);
-      displs[0] = 0;
-    }
+    // MPICH 4.0's MPI_Allgatherv and MPI_Iallgatherv on one rank write the
+    // block at the start of the buffer whatever its displacement.
+    const view = c.size === 1 ? ownBlock(rb.view, L.RECV_COUNTS) : rb.view;
     return run(Coll.ALLGATHERV, c, s, view, mode, send ? 0 : SEND_IN_PLACE, lists, c.size);
   },
 
@@ -460,6 +463,9 @@ const intra: IntraCollectives = {
     clear();
     const s = send ?? sendCopy(recv);
     const lists = vLists(recv, L.RECV_COUNTS, 'alltoallw', true) | vLists(s, L.SEND_COUNTS, 'alltoallw', true);
+    // Open MPI 4.1's blocking MPI_Alltoallw on one rank (coll/self) scales
+    // the byte displacements by the datatype's extent.
+    if (c.size === 1) return run(Coll.ALLTOALLW, c, ownBlock(s.view, L.SEND_COUNTS), ownBlock(recv.view, L.RECV_COUNTS), mode, 0, lists, 1);
     return run(Coll.ALLTOALLW, c, s.view, recv.view, mode, 0, lists, c.size);
   },
 

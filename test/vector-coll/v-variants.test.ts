@@ -15,5 +15,9 @@ describe('v-variants, reduce-scatter and scans', () => {
       const r = await runJob(np, 'vector-coll/large.mjs', []);
       expectPassed(r, { name: 'vcoll large', np });
     });
+    it(`place every block at its non-zero displacement, in every form, at np=${np}`, async () => {
+      const r = await runJob(np, 'vector-coll/displacements.mjs', []);
+      expectPassed(r, { name: 'vcoll displacements', np });
+    });
   }
 });
