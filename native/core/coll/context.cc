@@ -121,13 +121,12 @@ std::string rank_list(const std::vector<uint32_t>& ranks) {
 }  // namespace
 
 bool Context::matches(uint32_t s, const char* what, uint32_t with) {
-  auto counts = [&](uint32_t r) { return with == kEveryone || r == with || r == rank_; };
   // Each peer's header line (its signature, and a small collective's data)
   // is read as soon as its post is seen: waiting on the post while reading
   // that line too brings both in together instead of one after the other
   // (bench/CORE.md, "Reading the header while waiting").
   for (uint32_t r = 0; r < size_; ++r) {
-    if (r != rank_ && counts(r)) wait(r, s, what, header(r, s));
+    if (r != rank_ && compared(r, with)) wait(r, s, what, header(r, s));
   }
 #ifdef NODEMPI_BENCH_NO_AGREE
   // Benchmark builds only (bench/mismatch.mjs): the same protocol without
@@ -139,14 +138,13 @@ bool Context::matches(uint32_t s, const char* what, uint32_t with) {
   const Signature& mine = header(rank_, s)->sig;
   bool same = true;
   for (uint32_t r = 0; r < size_; ++r) {
-    if (r != rank_ && counts(r)) same = same && std::memcmp(&header(r, s)->sig, &mine, sizeof mine) == 0;
+    if (r != rank_ && compared(r, with)) same = same && std::memcmp(&header(r, s)->sig, &mine, sizeof mine) == 0;
   }
   return same;
 }
 
 void Context::agree(uint32_t s, const char* what, uint32_t with) {
   if (matches(s, what, with)) return;
-  auto counts = [&](uint32_t r) { return with == kEveryone || r == with || r == rank_; };
   // Compare everyone with rank 0, field by field; report the first field
   // that differs, with who said what.
   // Fields a rank leaves open (no root known, no size to compare) are
@@ -155,7 +153,7 @@ void Context::agree(uint32_t s, const char* what, uint32_t with) {
     bool seen = false;
     uint64_t value = 0;
     for (uint32_t r = 0; r < size_; ++r) {
-      if (!counts(r)) continue;
+      if (!compared(r, with)) continue;
       uint64_t v = field(header(r, s)->sig);
       if (v == ~uint64_t(0)) continue;
       if (seen && v != value) return true;
@@ -168,7 +166,7 @@ void Context::agree(uint32_t s, const char* what, uint32_t with) {
     // Group ranks by value, in rank order of first appearance.
     std::vector<std::pair<std::string, std::vector<uint32_t>>> groups;
     for (uint32_t r = 0; r < size_; ++r) {
-      if (!counts(r)) continue;
+      if (!compared(r, with)) continue;
       std::string v = show(field(header(r, s)->sig));
       auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == v; });
       if (it == groups.end()) groups.push_back({v, {r}});

@@ -195,6 +195,8 @@ class Context {
   // post's data is in.
   void see(uint32_t peer);
   void point(uint32_t member, uint32_t set);
+  // Whether member r's signature takes part in agree(…, with).
+  bool compared(uint32_t r, uint32_t with) const { return with == kEveryone || r == with || r == rank_; }
 
   transport::Segment* seg_;
   uint32_t id_;
