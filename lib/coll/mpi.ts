@@ -199,17 +199,18 @@ function vType(v: ResolvedV): number {
   return v.contiguous ? BYTE : mpiType(v.types[0]!);
 }
 
-// A v-message's buffer copied (read again at every start of a persistent
-// request), with the same blocks.
 // On a one-rank communicator, where libraries take shortcuts that get
-// displacements wrong (allgatherv, alltoallw above): the block's own place
-// as the buffer, and its byte displacement in list `counts + 1` set to 0.
+// displacements wrong (allgatherv and alltoallw below): the block's own
+// place as the buffer, and its byte displacement in list `counts + 1` set
+// to 0.
 function ownBlock(view: ArrayBufferView, counts: L): Uint8Array {
   const displs = argList(counts + 1, 1), at = Math.min(displs[0]!, view.byteLength);
   displs[0] = 0;
   return new Uint8Array(view.buffer, view.byteOffset + at, view.byteLength - at);
 }
 
+// A v-message's buffer copied (read again at every start of a persistent
+// request), with the same blocks.
 function sendCopy(v: ResolvedV): ResolvedV {
   const src = new Uint8Array(v.view.buffer, v.view.byteOffset, v.view.byteLength);
   const copy = new Uint8Array(src.length);
@@ -465,8 +466,9 @@ const intra: IntraCollectives = {
     const lists = vLists(recv, L.RECV_COUNTS, 'alltoallw', true) | vLists(s, L.SEND_COUNTS, 'alltoallw', true);
     // Open MPI 4.1's blocking MPI_Alltoallw on one rank (coll/self) scales
     // the byte displacements by the datatype's extent.
-    if (c.size === 1) return run(Coll.ALLTOALLW, c, ownBlock(s.view, L.SEND_COUNTS), ownBlock(recv.view, L.RECV_COUNTS), mode, 0, lists, 1);
-    return run(Coll.ALLTOALLW, c, s.view, recv.view, mode, 0, lists, c.size);
+    const one = c.size === 1;
+    const sv = one ? ownBlock(s.view, L.SEND_COUNTS) : s.view, rv = one ? ownBlock(recv.view, L.RECV_COUNTS) : recv.view;
+    return run(Coll.ALLTOALLW, c, sv, rv, mode, 0, lists, c.size);
   },
 
   reduceScatter(c, send, recv, counts, op, mode) {
