@@ -14,6 +14,7 @@
 
 #include "core/datatype/typemap.h"
 #include "core/error.h"
+#include "core/handles.h"
 #include "core/kernels/kernels.h"
 #include "core/mpi/abi.h"
 #include "core/mpi/api.h"
@@ -216,72 +217,10 @@ constexpr auto trampolines(std::index_sequence<K...>) {
 
 // ---- Handle tables ---------------------------------------------------------------
 
-// Objects by nodempi handle, places reused once freed; `first` handles are
-// reserved (the predefined ones, which live elsewhere). A handle carries its
-// place's generation above kPlaceBits, so an id kept past its free never
-// finds the object that reuses the place (as the shm engine's templates).
+// Objects by nodempi handle (core/handles.h): 22 bits of place, 9 of
+// generation, so that handles stay positive 32-bit integers.
 template <class T>
-class Table {
- public:
-  static constexpr int kPlaceBits = 22;  // places at once: 4M handles
-  static constexpr int kPlaceMask = (1 << kPlaceBits) - 1;
-  static constexpr unsigned kGenerations = 1u << (31 - kPlaceBits);  // handles stay positive ints
-
-  explicit Table(int first) : first_(first) {}
-  int add(T value) {
-    size_t i;
-    if (!free_.empty()) {
-      i = free_.back();
-      free_.pop_back();
-      places_[i].value = std::move(value);
-    } else {
-      if (places_.size() + size_t(first_) > size_t(kPlaceMask)) {
-        throw CoreError(ErrorClass::INTERN, "more than 4M handles of one kind at once");
-      }
-      i = places_.size();
-      places_.push_back({std::move(value), 0, false});
-    }
-    places_[i].used = true;
-    return handle(i);
-  }
-  T* find(int h) {
-    Place* p = place(h);
-    return p ? &p->value : nullptr;
-  }
-  void remove(int h) {
-    Place* p = place(h);
-    if (!p) return;
-    p->used = false;
-    p->value = T{};
-    p->generation = (p->generation + 1) % kGenerations;
-    free_.push_back(size_t(p - places_.data()));
-  }
-  template <class F>
-  void each(F&& f) {
-    for (size_t i = 0; i < places_.size(); i++) {
-      if (places_[i].used) f(handle(i), places_[i].value);
-    }
-  }
-
- private:
-  struct Place {
-    T value;
-    unsigned generation;
-    bool used;
-  };
-  int handle(size_t i) const { return int(places_[i].generation << kPlaceBits) | (first_ + int(i)); }
-  Place* place(int h) {
-    if (h < 0) return nullptr;
-    int at = (h & kPlaceMask) - first_;
-    if (at < 0 || size_t(at) >= places_.size()) return nullptr;
-    Place& p = places_[size_t(at)];
-    return p.used && handle(size_t(at)) == h ? &p : nullptr;
-  }
-
-  int first_;
-  std::vector<Place> places_;
-  std::vector<size_t> free_;
-};
+using Table = HandleTable<T, int, 22, 9>;
 
 template <class A>
 class Library final : public Mpi {
@@ -1363,10 +1302,10 @@ class Library final : public Mpi {
   static constexpr int kNative = -1, kReplace = -2;
   int replaced_[size_t(kernels::OpId::COUNT)][size_t(kernels::TypeId::COUNT)]{};
 
-  Table<Comm> comms_{kWorld};
-  Table<Datatype> types_{kFirstDerived};
-  Table<Pending> pending_{1};
-  Table<Held> messages_{1};
+  Table<Comm> comms_{kWorld, "communicators"};
+  Table<Datatype> types_{kFirstDerived, "datatypes"};
+  Table<Pending> pending_{1, "requests"};
+  Table<Held> messages_{1, "matched messages"};
   std::vector<int> improbes_;  // pending improbes, oldest first
   std::vector<std::pair<size_t, int>> opaque_;  // item bytes -> type handle
   std::vector<std::pair<int, Op>> user_ops_;     // trampoline slot -> MPI_Op

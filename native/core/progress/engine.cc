@@ -95,46 +95,17 @@ void Engine::wait_external(const Op* op) {
 }
 
 uint64_t Engine::add_template(uint32_t comm, std::function<void()> body, bool wake, std::shared_ptr<void> keep) {
-  uint32_t place;
-  if (!free_templates_.empty()) {
-    place = free_templates_.back();
-    free_templates_.pop_back();
-  } else {
-    if (templates_.size() == kTemplatePlaces) {
-      throw CoreError(ErrorClass::OTHER, "more than " + std::to_string(kTemplatePlaces) + " persistent requests at once");
-    }
-    place = uint32_t(templates_.size());
-    templates_.emplace_back();
-  }
-  TemplateSlot& slot = templates_[place];
-  // Ids stay below 2^53, exact as JavaScript numbers; a generation wraps
-  // after 2^29 uses of one place.
-  slot.generation = slot.generation % (uint64_t(1) << 29) + 1;
-  slot.id = slot.generation << kTemplatePlaceBits | place;
-  slot.t = Template{comm, std::move(body), wake, std::move(keep)};
-  return slot.id;
-}
-
-Engine::Template* Engine::find_template(uint64_t id) {
-  const uint64_t place = id % kTemplatePlaces;
-  if (id == 0 || place >= templates_.size() || templates_[place].id != id) return nullptr;
-  return &templates_[place].t;
-}
-
-void Engine::drop_template(uint32_t place) {
-  templates_[place].id = 0;
-  templates_[place].t = Template{};
-  free_templates_.push_back(place);
+  return templates_.add(Template{comm, std::move(body), wake, std::move(keep)});
 }
 
 uint64_t Engine::start(uint64_t template_id) {
-  const Template* t = find_template(template_id);
+  const Template* t = templates_.find(template_id);
   if (!t) return 0;
   return enqueue(t->comm, make_op(t->body), t->wake, t->keep);
 }
 
 Completion Engine::run_template(uint64_t template_id) {
-  const Template* found = find_template(template_id);
+  const Template* found = templates_.find(template_id);
   if (!found) return {};
   // No template is added or freed while this one runs (its body runs no
   // JavaScript), so the reference stays valid.
@@ -152,7 +123,7 @@ Completion Engine::run_template(uint64_t template_id) {
 }
 
 void Engine::free_template(uint64_t template_id) {
-  if (find_template(template_id)) drop_template(uint32_t(template_id % kTemplatePlaces));
+  templates_.remove(template_id);
 }
 
 void Engine::kick(uint32_t except) {
@@ -318,9 +289,9 @@ void Engine::drain(std::vector<Completion>& out) {
 }
 
 void Engine::retire_lane(uint32_t comm) {
-  for (uint32_t place = 0; place < templates_.size(); ++place) {
-    if (templates_[place].id && templates_[place].t.comm == comm) drop_template(place);
-  }
+  templates_.each([&](uint64_t id, Template& t) {
+    if (t.comm == comm) templates_.remove(id);
+  });
   if (comm >= lanes_.size() || !lanes_[comm]) return;
   Lane& lane = *lanes_[comm];
   // A no-op behind everything, waited for, running the lane here if its

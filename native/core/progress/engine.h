@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/handles.h"
 #include "core/progress/lane.h"
 
 namespace nodempi::progress {
@@ -180,22 +181,10 @@ class Engine {
   std::mutex mail_mu_;
   std::deque<MainCall*> mail_;
   std::unordered_map<uint64_t, Request> pending_;
-  // Templates by id: its low kTemplatePlaceBits are its place in
-  // templates_, the rest that place's generation, so a freed id never finds
-  // the template that reuses its place. A vector, not a hash map: a loop
-  // that alternates two templates (a barrier between calls) paid the hash's
-  // division by the bucket count at every call.
-  static constexpr unsigned kTemplatePlaceBits = 24;
-  static constexpr uint64_t kTemplatePlaces = uint64_t(1) << kTemplatePlaceBits;
-  struct TemplateSlot {
-    uint64_t id = 0;  // 0: free
-    uint64_t generation = 0;
-    Template t;
-  };
-  std::vector<TemplateSlot> templates_;
-  std::vector<uint32_t> free_templates_;
-  Template* find_template(uint64_t id);
-  void drop_template(uint32_t place);
+  // Templates by id (core/handles.h): ids stay below 2^53, exact as
+  // JavaScript numbers, and from generation 1 on never meet a request id
+  // (next_id_) before the 2^24th request.
+  HandleTable<Template, uint64_t, 24, 29> templates_{0, "persistent requests", 1};
   uint64_t next_id_ = 1;
   bool unkicked_ = false;  // some lane holds operations its thread was not woken for
   bool in_wait_ = false;   // the main thread is inside wait(), which reports its own completion
