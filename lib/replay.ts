@@ -56,6 +56,8 @@ interface Entry {
   bytes: number[];
   // The engine's template; -1 until the same call has come twice.
   id: number;
+  // alltoallv's and alltoallw's specs, compared together.
+  pair: Pair | null;
 }
 
 // One collective's argument lists, most recently used last.
@@ -190,11 +192,19 @@ function plain(x: unknown): boolean {
 }
 
 // A v- or w-spec [buf, counts, displs?, datatype(s)?] as recorded: the
-// argument the v-collectives repeat, compared place by place (matches),
-// which takes half the time of sameSpec's two-level walk (bench/VCOLL.md).
+// argument the v-collectives repeat, compared place by place rather than
+// by sameSpec's two-level walk, its counts and displacements in one loop
+// (bench/VCOLL.md).
 class VSpec {
+  // The counts, then the displacements where they are a list as long.
+  readonly nums: readonly unknown[];
+  readonly listed: boolean;
+
   constructor(readonly length: number, readonly view: ArrayBufferView, readonly counts: unknown[],
-    readonly displs: unknown, readonly types: unknown) {}
+    readonly displs: unknown, readonly types: unknown) {
+    this.listed = Array.isArray(displs) && displs.length === counts.length;
+    this.nums = this.listed ? counts.concat(displs as unknown[]) : counts;
+  }
 
   // `inner`: the spec's copy as entry() made it.
   static of(inner: unknown[]): VSpec | null {
@@ -205,11 +215,52 @@ class VSpec {
   }
 
   matches(a: unknown): boolean {
-    if (!Array.isArray(a) || a.length !== this.length || a[0] !== this.view || !sameList(a[1], this.counts)) return false;
-    const d: unknown = a[2], t: unknown = a[3];
-    if (d !== this.displs && !(Array.isArray(this.displs) && sameList(d, this.displs))) return false;
+    if (!Array.isArray(a) || a.length !== this.length || a[0] !== this.view) return false;
+    const c: unknown = a[1], nums = this.nums, n = this.counts.length;
+    // Past the spec's end nothing is read: a read out of bounds costs more.
+    const d: unknown = this.length > 2 ? a[2] : undefined;
+    if (!Array.isArray(c) || c.length !== n) return false;
+    if (this.listed) {
+      if (!Array.isArray(d) || d.length !== n) return false;
+      for (let k = 0; k < n; k++) if (c[k] !== nums[k] || d[k] !== nums[n + k]) return false;
+    } else {
+      if (d !== this.displs) return false;
+      for (let k = 0; k < n; k++) if (c[k] !== nums[k]) return false;
+    }
+    return this.length < 4 || this.sameTypes(a[3]);
+  }
+
+  // A w-spec's datatypes.
+  sameTypes(t: unknown): boolean {
     return t === this.types || (Array.isArray(this.types) && sameList(t, this.types));
   }
+}
+
+// The two specs of alltoallv and alltoallw. A program often gives both the
+// same count and displacement lists; when it did so at the recorded call
+// (`shared`), lists that are again the first spec's need no second look.
+interface Pair {
+  first: VSpec;
+  second: VSpec;
+  shared: boolean;
+}
+
+function pairOf(args: unknown[], copy: unknown[]): Pair | null {
+  const [first, second] = copy;
+  if (copy.length !== 2 || !(first instanceof VSpec) || !(second instanceof VSpec)) return null;
+  // Both arguments were arrays (VSpec.of).
+  const a = args[0] as unknown[], b = args[1] as unknown[];
+  return { first, second, shared: a.length === b.length && a[1] === b[1] && (a.length < 3 || a[2] === b[2]) };
+}
+
+function samePair(p: Pair, a0: unknown, a1: unknown): boolean {
+  if (!p.first.matches(a0)) return false;
+  const y = p.second, f = a0 as unknown[];
+  if (p.shared && Array.isArray(a1) && a1.length === y.length && a1[0] === y.view && a1[1] === f[1] &&
+      (y.length < 3 || a1[2] === f[2])) {
+    return y.length < 4 || y.sameTypes(a1[3]);
+  }
+  return y.matches(a1);
 }
 
 // A new entry for `args`, or null when they hold anything a replay could
@@ -255,17 +306,21 @@ function entry(args: unknown[]): Entry | null {
       return null;
     }
   }
-  return { args: copy, views, bytes, id: -1 };
+  return { args: copy, views, bytes, id: -1, pair: pairOf(args, copy) };
 }
 
 // The arguments of entry `e` again, buffers intact.
 function same(e: Entry, n: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): boolean {
   const s = e.args;
   if (s.length !== n) return false;
-  if (n > 0 && a0 !== s[0] && !sameArg(a0, s[0])) return false;
-  if (n > 1 && a1 !== s[1] && !sameArg(a1, s[1])) return false;
-  if (n > 2 && a2 !== s[2] && !sameArg(a2, s[2])) return false;
-  if (n > 3 && a3 !== s[3] && !sameArg(a3, s[3])) return false;
+  if (e.pair !== null) {
+    if (!samePair(e.pair, a0, a1)) return false;
+  } else {
+    if (n > 0 && a0 !== s[0] && !sameArg(a0, s[0])) return false;
+    if (n > 1 && a1 !== s[1] && !sameArg(a1, s[1])) return false;
+    if (n > 2 && a2 !== s[2] && !sameArg(a2, s[2])) return false;
+    if (n > 3 && a3 !== s[3] && !sameArg(a3, s[3])) return false;
+  }
   const views = e.views, bytes = e.bytes;
   for (let i = 0; i < views.length; i++) if (trueBytes(views[i]!) !== bytes[i]) return false;
   return true;
