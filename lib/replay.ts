@@ -196,12 +196,14 @@ function plain(x: unknown): boolean {
 // by sameSpec's two-level walk, its counts and displacements in one loop
 // (bench/VCOLL.md).
 class VSpec {
-  // The counts, then the displacements where they are a list as long.
+  // The n counts, then the displacements where they are a list as long.
   readonly nums: readonly unknown[];
+  readonly n: number;
   readonly listed: boolean;
 
-  constructor(readonly length: number, readonly view: ArrayBufferView, readonly counts: unknown[],
+  constructor(readonly length: number, readonly view: ArrayBufferView, counts: unknown[],
     readonly displs: unknown, readonly types: unknown) {
+    this.n = counts.length;
     this.listed = Array.isArray(displs) && displs.length === counts.length;
     this.nums = this.listed ? counts.concat(displs as unknown[]) : counts;
   }
@@ -216,7 +218,7 @@ class VSpec {
 
   matches(a: unknown): boolean {
     if (!Array.isArray(a) || a.length !== this.length || a[0] !== this.view) return false;
-    const c: unknown = a[1], nums = this.nums, n = this.counts.length;
+    const c: unknown = a[1], nums = this.nums, n = this.n;
     // Past the spec's end nothing is read: a read out of bounds costs more.
     const d: unknown = this.length > 2 ? a[2] : undefined;
     if (!Array.isArray(c) || c.length !== n) return false;
