@@ -9,7 +9,7 @@
 // after the other, one collective per job, by the same OSU-style method, so
 // each job takes a few seconds; each job runs an allreduce of 8 B before
 // and after its collective to gauge the level it ran on, and a point counts
-// in a round when all four gauges (two per job) are below --fast-us. Prints,
+// in a round when all its gauges (two per job) are below --fast-us. Prints,
 // over the rounds that count, each point's median for both and the range
 // of the per-round ratios, as a Markdown table; every job's lines go to
 // --out (JSON lines).
@@ -25,30 +25,39 @@ const usage = `usage: node bench/paired.mjs [options]
   --rounds N      rounds (default 7)
   --fast-us X     a round of a collective counts when every allreduce of 8 B around it took less (default 0.33)
   --bound R       mark the points whose median ratio is above R (default 1.5)
+  --specs LIST    per-call, once or both: how nodempi's job builds its v and w specs
+                  (bench/nodempi_job.mjs --specs); each is a job of its own (default per-call)
   --out FILE      every job's lines, JSON lines (default: not kept)`;
 
 const v = parseOptions('paired', usage, {
   np: { type: 'string', default: '2' }, colls: { type: 'string', default: 'allreduce,alltoall,alltoallv' },
   sizes: { type: 'string', default: '8,64,1024' }, rounds: { type: 'string', default: '7' },
   'fast-us': { type: 'string', default: '0.33' }, bound: { type: 'string', default: '1.5' }, out: { type: 'string' },
+  specs: { type: 'string', default: 'per-call' },
 });
 const np = Number(v.np), rounds = Number(v.rounds), fastUs = Number(v['fast-us']), bound = Number(v.bound);
 const colls = [...new Set(list(v.colls))];
 const sizes = [...new Set([8, ...list(v.sizes, Number)])].sort((a, b) => a - b);
-if (!(np >= 2 && rounds >= 1 && fastUs > 0 && bound > 0) || sizes.some((s) => !(s > 0))) usageError('paired', usage, 'bad option value');
+const specs = [...new Set(list(v.specs))];
+if (!(np >= 2 && rounds >= 1 && fastUs > 0 && bound > 0) || sizes.some((s) => !(s > 0)) ||
+    specs.length === 0 || specs.some((s) => s !== 'per-call' && s !== 'once')) usageError('paired', usage, 'bad option value');
+// The nodempi jobs, by the name their column takes.
+const nodempiJobs = specs.map((s) => [s === 'per-call' ? 'nodempi' : 'nodempi, specs once', s]);
 
 const timing = ['--sizes', sizes.join(','), '--target-ms', '150', '--warm-ms', '80', '--first-warm-ms', '500'];
 const tmp = mkdtempSync(join(os.tmpdir(), 'nodempi-paired-'));
 const lines = [];
-// "coll bytes" -> [{ ompi, nodempi }], one per round that counts
+// "coll bytes" -> [{ ompi, nodempi, ... }], one per round that counts
 const kept = new Map();
 try {
   const osu = buildOsuColl(join(tmp, 'osu_coll'));
   const jobs = {
     ompi: (c) => ['mpirun', ['--allow-run-as-root', '--oversubscribe', '-n', String(np), osu, '--colls', c, ...timing, '--label', 'ompi']],
-    nodempi: (c) => [process.execPath, [join(ROOT, 'dist', 'cli.js'), '--oversubscribe', '-n', String(np),
-      join(BENCH, 'nodempi_job.mjs'), '--colls', c, ...timing]],
   };
+  for (const [name, how] of nodempiJobs) {
+    jobs[name] = (c) => [process.execPath, [join(ROOT, 'dist', 'cli.js'), '--oversubscribe', '-n', String(np),
+      join(BENCH, 'nodempi_job.mjs'), '--colls', c, '--specs', how, ...timing]];
+  }
   for (let round = 1; round <= rounds; round++) {
     let counted = 0;
     for (const coll of colls) {
@@ -66,10 +75,10 @@ try {
       for (const bytes of sizes) {
         const key = `${coll} ${bytes}`;
         if (!kept.has(key)) kept.set(key, []);
-        kept.get(key).push({ ompi: got.ompi.get(bytes), nodempi: got.nodempi.get(bytes) });
+        kept.get(key).push(Object.fromEntries(Object.keys(jobs).map((impl) => [impl, got[impl].get(bytes)])));
       }
     }
-    log(`paired: round ${round} of ${rounds}: ${counted} of ${colls.length} collectives on the fast level in both jobs`);
+    log(`paired: round ${round} of ${rounds}: ${counted} of ${colls.length} collectives on the fast level in every job`);
   }
 } finally {
   rmSync(tmp, { recursive: true, force: true });
@@ -77,7 +86,7 @@ try {
 if (v.out) writeFileSync(v.out, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
 
 console.log(`${np} ranks; a collective's round counts when the allreduce of 8 B before and after it took less than ` +
-  `${fastUs} µs in both jobs; medians in µs, the range of the per-round ratios, and the rounds that counted.\n`);
+  `${fastUs} µs in every job; medians in µs, the range of the per-round ratios, and the rounds that counted.\n`);
 console.log('| collective | size | nodempi | Open MPI | ratio | per round | rounds |');
 console.log('|---|--:|--:|--:|--:|---|--:|');
 for (const coll of colls) {
@@ -85,9 +94,12 @@ for (const coll of colls) {
     const rows = kept.get(`${coll} ${bytes}`) ?? [];
     if (rows.length === 0) continue;
     const us = (impl) => median(rows.map((r) => r[impl]));
-    const ratios = rows.map((r) => r.nodempi / r.ompi);
-    const ratio = us('nodempi') / us('ompi');
-    console.log(`| ${coll} | ${fmtSize(bytes)} | ${us('nodempi').toFixed(3)} | ${us('ompi').toFixed(3)} | ` +
-      `${ratio.toFixed(2)}${ratio > bound ? ' **above**' : ''} | ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)} | ${rows.length} |`);
+    for (const [impl] of nodempiJobs) {
+      const ratios = rows.map((r) => r[impl] / r.ompi);
+      const ratio = us(impl) / us('ompi');
+      const what = impl === 'nodempi' ? coll : `${coll}, ${impl.slice('nodempi, '.length)}`;
+      console.log(`| ${what} | ${fmtSize(bytes)} | ${us(impl).toFixed(3)} | ${us('ompi').toFixed(3)} | ` +
+        `${ratio.toFixed(2)}${ratio > bound ? ' **above**' : ''} | ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)} | ${rows.length} |`);
+    }
   }
 }
