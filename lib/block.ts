@@ -1,5 +1,5 @@
 /**
- * The call block: one off-heap buffer of 8 doubles that lib and the addon
+ * The call block: one off-heap buffer of 16 doubles that lib and the addon
  * both keep. The numbers of the hottest calls travel in it instead of as
  * N-API arguments, which the addon would unwrap one at a time (several
  * nanoseconds each; bench/P2P.md, bench/CORE.md): point-to-point's
@@ -8,11 +8,14 @@
  */
 import { native } from './native.js';
 
-export const block = new Float64Array(new ArrayBuffer(64));
+export const block = new Float64Array(new ArrayBuffer(128));
 native.setCallBlock(block.buffer as ArrayBuffer);
 
 /** A replayed collective (the backends' runTemplate): the template's id. */
 export const TEMPLATE = 0;
+
+/** Where the addon's wtime() leaves its reading (lib/runtime.ts, wtime). */
+export const WTIME = 8;
 
 /**
  * A backend's runTemplate(id) over the addon's `run` (runTemplate or

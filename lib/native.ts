@@ -18,8 +18,10 @@ type List = number | Float64Array;
 
 export interface NativeAddon {
   setErrorFactory(make: (errorClass: number, message: string, cause?: unknown) => Error): void;
-  /** The call block (lib/block.ts): 8 doubles, kept until exit. */
+  /** The call block (lib/block.ts): 16 doubles, kept until exit. */
   setCallBlock(buffer: ArrayBuffer): void;
+  /** Seconds since the addon was loaded (CLOCK_MONOTONIC), left in the call block's WTIME. */
+  wtime(): undefined;
   /** Attach to the job (fd from the launcher) or start a singleton (fd -1). */
   init(rank: number, size: number, fd: number): void;
   finalize(): void;

@@ -9,6 +9,7 @@
 #include <iterator>
 #include <string>
 
+#include "core/clock.h"
 #include "core/coll/direct.h"
 #include "core/kernels/kernels.h"
 #include "napi/args.h"
@@ -164,13 +165,30 @@ Napi::Value SelectKernelIsa(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), kernels::select_isa(name.c_str()));
 }
 
-// setCallBlock(buffer): the call block (State::block), 8 doubles; kept until exit.
+// setCallBlock(buffer): the call block (State::block); kept until exit.
 void SetCallBlock(const Napi::CallbackInfo& info) {
   CallBlock& block = State::of(info.Env()).block;
   Napi::ArrayBuffer buf = info[0].As<Napi::ArrayBuffer>();
-  if (buf.ByteLength() < 8 * sizeof(double)) throw_mpi(info.Env(), ErrorClass::ARG, "setCallBlock: 8 doubles needed");
+  if (buf.ByteLength() < kCallBlockDoubles * sizeof(double)) {
+    throw_mpi(info.Env(), ErrorClass::ARG, "setCallBlock: " + std::to_string(kCallBlockDoubles) + " doubles needed");
+  }
   block.hold = Napi::Persistent(buf);
   block.data = static_cast<double*>(buf.Data());
+}
+
+// The clock's reading when the addon was loaded: wtime()'s zero, the same
+// for every thread of the process, as MPI_Wtime's is.
+const uint64_t kWtimeOrigin = now_ns();
+
+// wtime(): seconds since kWtimeOrigin, left in the call block. A number
+// returned through N-API is a new heap number, and a loop timing each call
+// reads the clock twice a call: it would make garbage of its own
+// (bench/CORE.md, "wtime").
+napi_value Wtime(napi_env raw, napi_callback_info) {
+  return raw_callback(raw, [](Napi::Env env) -> napi_value {
+    State::of(env).call_block(env, "wtime")[kWtime] = double(now_ns() - kWtimeOrigin) * 1e-9;
+    return nullptr;
+  });
 }
 
 }  // namespace
@@ -191,6 +209,7 @@ void register_runtime(Napi::Env env, Napi::Object exports) {
   exports.Set("kernelIsa", Napi::Function::New(env, KernelIsa, "kernelIsa"));
   exports.Set("selectKernelIsa", Napi::Function::New(env, SelectKernelIsa, "selectKernelIsa"));
   exports.Set("singleCopies", Napi::Function::New(env, SingleCopies, "singleCopies"));
+  export_raw(env, exports, "wtime", Wtime);
 }
 
 }  // namespace nodempi::napi

@@ -68,9 +68,15 @@ struct CallBlock {
   double* data = nullptr;
 };
 
+// Its length in doubles (lib/block.ts makes it).
+constexpr size_t kCallBlockDoubles = 16;
+
 // A replayed collective (runTemplate, mpiRunTemplate): lib writes the
 // template's id in kTemplate.
 enum TemplateSlot { kTemplate = 0 };
+
+// wtime() leaves its seconds in kWtime, apart from every call's numbers.
+enum WtimeSlot { kWtime = 8 };
 
 struct State {
   std::unique_ptr<transport::Segment> segment;  // null for a singleton
