@@ -44,7 +44,7 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
   // overwritten.
   const bool ready = send && direct_ready(c) && select(c, ALLTOALLV, 0) == Algo::DIRECT;
   // The sender decides for each block whether it skips the first phase.
-  const uint64_t skip = skip_bytes(ready);
+  const uint64_t skip = skip_bytes(c, ready);
   auto chunks_of = [&](uint32_t r) { return lanes.chunks(sb[r] >= skip); };
   auto head_of = [&](uint32_t r) { return LaneHead{sb[r], reinterpret_cast<uint64_t>(in + sd[r])}; };
   uint64_t phases = 1;
@@ -80,7 +80,7 @@ void alltoallv(Context& c, const void* send, const size_t* send_bytes, const siz
       if (k == 0) {
         if (r != me) phases = std::max<uint64_t>(phases, c.header(r, s)->phases);
         incoming[r] = r == me ? head_of(me) : lanes.head(half, me);
-        from[r] = lanes.chunks(skips_first(c.header(r, s)->sig.direct & 1, incoming[r].bytes));
+        from[r] = lanes.chunks(skips_first(c, c.header(r, s)->sig.direct & 1, incoming[r].bytes));
         if (incoming[r].bytes > recv_bytes[r] && truncated_from == SIZE_MAX) truncated_from = r;
       }
       size_t off = from[r].offset(k);

@@ -9,6 +9,8 @@
 #include "core/coll/select.h"
 #include "core/kernels/kernels.h"
 #include "core/error.h"
+#include "core/transport/cma.h"
+#include "core/tuning.h"
 
 namespace nodempi::coll {
 
@@ -30,9 +32,18 @@ Context::Context(transport::Segment* seg, uint32_t id, uint32_t rank, std::vecto
       world_ranks_(std::move(world_ranks)),
       serial_(next_serial()),
       live_(header_of(seg), world_ranks_.empty() ? 0 : world_ranks_[rank]) {
+  const Tuning& t = tuning();
+  settings_.check_same = t.check_same;
+  settings_.cma_min = t.cma_min;
+  settings_.forced = t.algo;
   if (!seg_) return;
   policy_ = transport::WaitPolicy::for_job(seg_->geometry().nranks);
   crowded_ = transport::oversubscribed(seg_->geometry().nranks);
+  if (size_ > 1) {
+    const transport::CmaMode m = transport::cma_mode(seg_->geometry().nranks);
+    settings_.single_copy = m != transport::CmaMode::OFF;
+    settings_.copies = m == transport::CmaMode::ON || m == transport::CmaMode::REFUSE;
+  }
   lines_.resize(size_);
   slots_.assign(size_t(size_) * 2, nullptr);
   sets_.assign(size_, transport::SlotSets::kNone);

@@ -27,6 +27,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/coll/select.h"
 #include "core/transport/publish.h"
 #include "core/transport/segment.h"
 #include "core/transport/slot_sets.h"
@@ -78,6 +79,19 @@ static_assert(sizeof(SlotHeader) == transport::kCacheLine, "one cache line per h
 // header lines did; the data still starts after them, so chunk sizes (and
 // the tests that straddle them) stay as they were.
 constexpr size_t kHeaderBytes = 64;
+
+// The job and the environment as the selection table (select.h) and the
+// single-copy path (direct.h) read them, taken when the context is made:
+// neither changes while it lives (tuning() is read once per process, and
+// tests that retune make new jobs), and gathering them at every collective
+// cost a dozen out-of-line calls (bench/VCOLL.md, "The selection read once").
+struct Settings {
+  bool single_copy = false;  // transport::cma_mode() is not OFF for this job
+  bool copies = false;       // it is ON or REFUSE: this rank copies directly
+  bool check_same = true;    // NODEMPI_CHECK_SAME
+  size_t cma_min = 0;        // NODEMPI_CMA_MIN
+  ForcedAlgos forced;        // NODEMPI_ALGO
+};
 
 class Context {
  public:
@@ -171,6 +185,7 @@ class Context {
   // Whether the job has more ranks than online CPUs (transport::oversubscribed):
   // then no copy streams (Layout::publish takes !crowded()).
   bool crowded() const { return crowded_; }
+  const Settings& settings() const { return settings_; }
   // Member's data for phase s of a collective where each member sends
   // `bytes` (the same on every rank; agree() compares them before anyone
   // reads): in the phase open() returned, a message of up to 16 bytes
@@ -222,6 +237,7 @@ class Context {
   bool crowded_ = false;  // ranks outnumber cores: publish() does not stream
   transport::WaitPolicy policy_{};
   transport::Liveness live_;
+  Settings settings_;
 };
 
 // One collective on a context, from before its first phase to its end.

@@ -11,18 +11,12 @@ namespace nodempi::coll {
 namespace {
 std::atomic<uint64_t> completed{0};
 
-transport::CmaMode mode_of(const Context& c) {
-  return c.size() > 1 && c.segment() ? transport::cma_mode(c.segment()->geometry().nranks) : transport::CmaMode::OFF;
-}
 }  // namespace
 
-bool direct_ready(const Context& c) {
-  transport::CmaMode m = mode_of(c);
-  return (m == transport::CmaMode::ON || m == transport::CmaMode::REFUSE) && !c.direct_off();
-}
+bool direct_ready(const Context& c) { return c.settings().copies && !c.direct_off(); }
 
-uint64_t skip_bytes(bool decider_ready) {
-  return decider_ready ? std::max<uint64_t>(transport::cma_min_bytes(), 1) : UINT64_MAX;
+uint64_t skip_bytes(const Context& c, bool decider_ready) {
+  return decider_ready ? std::max<uint64_t>(c.settings().cma_min, 1) : UINT64_MAX;
 }
 
 bool direct_all(const Context& c, uint32_t s) {

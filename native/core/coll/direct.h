@@ -27,7 +27,6 @@
 #include <cstdint>
 
 #include "core/coll/context.h"
-#include "core/tuning.h"
 
 namespace nodempi::coll {
 
@@ -48,8 +47,10 @@ uint64_t single_copies();
 // whole block; if not, the slots carry it from phase 1. Both sides compute
 // it the same way. skip_bytes(): the smallest such block (UINT64_MAX when
 // the decider is not ready), for loops over many blocks of one sender.
-uint64_t skip_bytes(bool decider_ready);
-inline bool skips_first(bool decider_ready, uint64_t bytes) { return bytes >= skip_bytes(decider_ready); }
+uint64_t skip_bytes(const Context& c, bool decider_ready);
+inline bool skips_first(const Context& c, bool decider_ready, uint64_t bytes) {
+  return bytes >= skip_bytes(c, decider_ready);
+}
 
 // The v-collectives, after their first phase `s` has been agreed: when more
 // phases would follow and every rank is ready, runs `copies` (this rank's
@@ -98,7 +99,7 @@ class Direct {
   // out (coll/bcast.cc), a gather's others once they see the root's.
   // Never on the direct path, whose phases every rank takes together.
   bool root_alone(size_t bytes, size_t per_phase) const {
-    return !tuning().check_same && bytes <= per_phase && !large_;
+    return !c_.settings().check_same && bytes <= per_phase && !large_;
   }
 
  private:

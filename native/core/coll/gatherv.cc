@@ -47,7 +47,7 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
   // the largest, so a rank with nothing to send needs no root (kNoRoot).
   const bool ready = direct_ready(c) && select(c, GATHERV, 0) == Algo::DIRECT;
   const Chunks plain{chunk, chunk};
-  const Chunks mine = Chunks{skips_first(ready, send_bytes) ? 0 : chunk, chunk};
+  const Chunks mine = Chunks{skips_first(c, ready, send_bytes) ? 0 : chunk, chunk};
   uint64_t phases = mine.phases(send_bytes);
   if (me == root) {
     phases = 1;
@@ -84,7 +84,7 @@ void gatherv(Context& c, const void* send, size_t send_bytes, void* recv, const 
           phases = std::max<uint64_t>(phases, h->phases);
           if (r == root) continue;
           sent[r] = h->bytes;
-          from[r] = Chunks{skips_first(h->sig.direct & 1, sent[r]) ? 0 : chunk, chunk};
+          from[r] = Chunks{skips_first(c, h->sig.direct & 1, sent[r]) ? 0 : chunk, chunk};
           if (sent[r] > recv_bytes[r] && truncated_from == SIZE_MAX) truncated_from = r;
         }
       }

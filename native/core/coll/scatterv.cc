@@ -38,7 +38,7 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
   const Lanes lanes(c);
   const bool ready = direct_ready(c) && select(c, SCATTERV, 0) == Algo::DIRECT;
   // The root decides for each block whether it skips the first phase.
-  const uint64_t skip = skip_bytes(ready);
+  const uint64_t skip = skip_bytes(c, ready);
   auto chunks_of = [&](uint32_t r) { return lanes.chunks(send_bytes[r] >= skip); };
   uint64_t phases = 1;
   if (me == root) {
@@ -79,7 +79,7 @@ void scatterv(Context& c, const void* send, const size_t* send_bytes, const size
         const uint8_t* half = c.slot(root, s);
         if (k == 0) {
           incoming = lanes.head(half, me);
-          mine = lanes.chunks(skips_first(c.header(root, s)->sig.direct & 1, incoming.bytes));
+          mine = lanes.chunks(skips_first(c, c.header(root, s)->sig.direct & 1, incoming.bytes));
         }
         size_t off = mine.offset(k);
         size_t avail = mine.chunk(incoming.bytes, k);

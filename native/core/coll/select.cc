@@ -3,8 +3,6 @@
 #include <cstring>
 
 #include "core/coll/context.h"
-#include "core/transport/cma.h"
-#include "core/tuning.h"
 
 namespace nodempi::coll {
 
@@ -124,13 +122,10 @@ Algo select_for(uint32_t kind, uint64_t bytes, size_t half, bool single_copy, si
 }
 
 Algo select(const Context& c, uint32_t kind, uint64_t bytes) {
-  const Tuning& t = tuning();
+  const Settings& t = c.settings();
   if (kind >= kKinds) kind = 0;
-  bool single_copy = false;
-  if (kTable[kind].other == Algo::DIRECT && c.size() > 1 && c.segment()) {
-    single_copy = transport::cma_mode(c.segment()->geometry().nranks) != transport::CmaMode::OFF;
-  }
-  return select_for(kind, bytes, c.half_bytes(), single_copy, t.cma_min, t.algo.kind[kind], c.crowded() && !t.check_same);
+  const bool single_copy = kTable[kind].other == Algo::DIRECT && t.single_copy;
+  return select_for(kind, bytes, c.half_bytes(), single_copy, t.cma_min, t.forced.kind[kind], c.crowded() && !t.check_same);
 }
 
 ForcedAlgos parse_forced_algos(const char* text, std::string* error) {
