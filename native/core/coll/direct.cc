@@ -10,7 +10,6 @@ namespace nodempi::coll {
 
 namespace {
 std::atomic<uint64_t> completed{0};
-
 }  // namespace
 
 bool direct_ready(const Context& c) { return c.settings().copies && !c.direct_off(); }
