@@ -17,7 +17,7 @@ import { spawnSync } from 'node:child_process';
 import { PerformanceObserver, constants, performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 
-import { parseOptions } from './lib/jobs.mjs';
+import { median, parseOptions } from './lib/jobs.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
 const CLOCKS = ['mpi.wtime', 'hrtime.bigint', 'performance.now'];
@@ -56,11 +56,6 @@ async function worker(clock, calls) {
   if (!(sum >= 0)) throw new Error(`${clock} went back in time`);
   console.log(JSON.stringify({ clock, ns: (ms * 1e6) / (2 * calls), scavengesPerMillion: (scavenges * 1e6) / (2 * calls) }));
 }
-
-const median = (a) => {
-  const s = [...a].sort((x, y) => x - y);
-  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 if (process.argv[2] === '--worker') {
   await worker(process.argv[3], Number(process.argv[4]));

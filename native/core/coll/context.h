@@ -86,8 +86,8 @@ constexpr size_t kHeaderBytes = 64;
 // tests that retune make new jobs), and gathering them at every collective
 // cost a dozen out-of-line calls (bench/VCOLL.md, "The selection read once").
 struct Settings {
-  bool single_copy = false;  // transport::cma_mode() is not OFF for this job
-  bool copies = false;       // it is ON or REFUSE: this rank copies directly
+  bool single_copy = false;  // more than one member, and transport::cma_mode() is not OFF
+  bool copies = false;       // and it is ON or REFUSE: this rank copies directly
   bool check_same = true;    // NODEMPI_CHECK_SAME
   size_t cma_min = 0;        // NODEMPI_CMA_MIN
   ForcedAlgos forced;        // NODEMPI_ALGO

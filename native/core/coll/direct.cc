@@ -12,12 +12,6 @@ namespace {
 std::atomic<uint64_t> completed{0};
 }  // namespace
 
-bool direct_ready(const Context& c) { return c.settings().copies && !c.direct_off(); }
-
-uint64_t skip_bytes(const Context& c, bool decider_ready) {
-  return decider_ready ? std::max<uint64_t>(c.settings().cma_min, 1) : UINT64_MAX;
-}
-
 bool direct_all(const Context& c, uint32_t s) {
   for (uint32_t r = 0; r < c.size(); ++r) {
     if (!(c.header(r, s)->sig.direct & 1)) return false;

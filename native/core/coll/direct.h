@@ -23,6 +23,7 @@
 // copies and direct_finish() ends the call, or sends every rank back to
 // the slots.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -31,7 +32,7 @@
 namespace nodempi::coll {
 
 // Whether this rank can copy directly on `c` now: Signature::direct bit 0.
-bool direct_ready(const Context& c);
+inline bool direct_ready(const Context& c) { return c.settings().copies && !c.direct_off(); }
 // After the first phase `s` has been agreed: whether every rank is ready.
 bool direct_all(const Context& c, uint32_t s);
 // Step 2 above; also ends the v-collectives' direct copies.
@@ -47,7 +48,9 @@ uint64_t single_copies();
 // whole block; if not, the slots carry it from phase 1. Both sides compute
 // it the same way. skip_bytes(): the smallest such block (UINT64_MAX when
 // the decider is not ready), for loops over many blocks of one sender.
-uint64_t skip_bytes(const Context& c, bool decider_ready);
+inline uint64_t skip_bytes(const Context& c, bool decider_ready) {
+  return decider_ready ? std::max<uint64_t>(c.settings().cma_min, 1) : UINT64_MAX;
+}
 inline bool skips_first(const Context& c, bool decider_ready, uint64_t bytes) {
   return bytes >= skip_bytes(c, decider_ready);
 }
