@@ -400,7 +400,7 @@ export class Comm {
 
   /** MPI_Alltoallv: block j of rank i's `send` becomes block i of rank j's `recv`. */
   alltoallv(send: VMsg | typeof IN_PLACE, recv: VMsg): void {
-    this._blocking(C.alltoallv, send, recv);
+    this._blockingPair(C.alltoallv, send, recv);
   }
   /** Nonblocking alltoallv (MPI_Ialltoallv): returns at once; await or wait() the Request. */
   ialltoallv(send: VMsg | typeof IN_PLACE, recv: VMsg): Request {
@@ -416,7 +416,7 @@ export class Comm {
    * block.
    */
   alltoallw(send: WMsg | typeof IN_PLACE, recv: WMsg): void {
-    this._blocking(C.alltoallw, send, recv);
+    this._blockingPair(C.alltoallw, send, recv);
   }
   /** Nonblocking alltoallw (MPI_Ialltoallw): returns at once; await or wait() the Request. */
   ialltoallw(send: WMsg | typeof IN_PLACE, recv: WMsg): Request {
@@ -640,11 +640,23 @@ export class Comm {
   _blocking(d: Collective<unknown[]>, a0?: unknown, a1?: unknown, a2?: unknown, a3?: unknown): void {
     // Not a rest parameter nor `arguments`: each is an object per call
     // until V8 optimizes the function.
-    const n = d.arity;
     const replays = running === 0 ? this.#replays ?? this._replays() : null;
-    const r = replays !== null ? replays.replay(d.id, n, a0, a1, a2, a3) : -1;
-    if (r === REPLAYED) return;
-    const args = argList(n, a0, a1, a2, a3);
+    const r = replays !== null ? replays.replay(d.id, d.arity, a0, a1, a2, a3) : -1;
+    if (r !== REPLAYED) this.#unreplayed(d, replays, r, a0, a1, a2, a3);
+  }
+
+  /** @internal _blocking for alltoallv and alltoallw (Replays.replayPair). */
+  _blockingPair(d: Collective<[unknown, unknown]>, a0: unknown, a1: unknown): void {
+    const replays = running === 0 ? this.#replays ?? this._replays() : null;
+    const r = replays !== null ? replays.replayPair(d.id, a0, a1) : -1;
+    if (r !== REPLAYED) this.#unreplayed(d as Collective<unknown[]>, replays, r, a0, a1, undefined, undefined);
+  }
+
+  // A blocking call that did not run from a template: kept as one when
+  // replay() said RECORD, else run as usual. Apart from _blocking, whose
+  // loop V8 inlines, so that only what a repeat runs is inlined there.
+  #unreplayed(d: Collective<unknown[]>, replays: Replays | null, r: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): void {
+    const args = argList(d.arity, a0, a1, a2, a3);
     if (r === RECORD && this.#keep(replays!, d, args)) return;
     this._run(d, Mode.BLOCKING, args);
   }

@@ -151,6 +151,18 @@ export const trueBytes = Function.prototype.call.bind(
   Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'byteLength')!.get!,
 ) as (view: ArrayBufferView) => number;
 
+/**
+ * @internal trueBytes for a check made at every call: the same, or -1,
+ * which no recorded length equals. Reading the view's `length` first lets
+ * V8 check its map there, and then, knowing the view a TypedArray, read the
+ * byte length in place rather than call the getter (bench/VCOLL.md, "One
+ * path per shape"). Only trueBytes's value counts; a `length` that lies can
+ * only make the check fail.
+ */
+export function heldBytes(view: ArrayBufferView): number {
+  return (view as Uint8Array).length === -1 ? -1 : trueBytes(view);
+}
+
 /** @internal A TypedArray's buffer from the intrinsic getter, which no own or subclass property shadows. */
 export const trueBuffer = Function.prototype.call.bind(
   Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'buffer')!.get!,

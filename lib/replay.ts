@@ -28,7 +28,7 @@
 import { backend } from './backends/active.js';
 import { IN_PLACE } from './constants.js';
 import { Datatype } from './datatype.js';
-import { trueBuffer, trueBytes } from './message.js';
+import { heldBytes, trueBuffer, trueBytes } from './message.js';
 import { Op } from './op.js';
 
 const MAX_BUFFER = 1 << 20;
@@ -96,15 +96,29 @@ export class Replays {
     // and then it compiles whole what it inlines, on a thread that takes a
     // core from the ranks (bench/WARMUP.md).
     const calls = this.#calls[which];
-    let id: number;
-    if (calls !== undefined && calls.pause === 0 && calls.entries.length !== 0 &&
-        same(calls.entries[calls.entries.length - 1]!, n, a0, a1, a2, a3)) {
-      id = this.#matched(calls, calls.entries[calls.entries.length - 1]!);
-    } else {
-      id = this.#search(which, calls, n, a0, a1, a2, a3);
-    }
+    const e = latest(calls);
+    return this.#run(e !== null && same(e, n, a0, a1, a2, a3) ? this.#matched(calls!, e) : this.#search(which, calls, n, a0, a1, a2, a3));
+  }
+
+  /**
+   * replay() for alltoallv and alltoallw, whose two specs are compared
+   * together (Pair). A path of its own: V8 inlines into the caller's loop
+   * only so much code, and alltoallv's check with the generic one's beside
+   * it went past that, some jobs inlining it and some not (bench/VCOLL.md,
+   * "One path per shape").
+   */
+  replayPair(which: number, a0: unknown, a1: unknown): number {
+    const calls = this.#calls[which];
+    const e = latest(calls);
+    const hit = e !== null && (e.pair !== null ? samePair(e.pair, a0, a1) && sameBytes(e) : same(e, 2, a0, a1, undefined, undefined));
+    return this.#run(hit ? this.#matched(calls!, e) : this.#search(which, calls, 2, a0, a1, undefined, undefined));
+  }
+
+  // Runs template `id` from replay(): REPLAYED, or `id` itself when it is
+  // RECORD or -1, or -1 when the engine no longer has the template (then
+  // the call runs as usual).
+  #run(id: number): number {
     if (id < 0) return id;
-    // False: the engine no longer has it; run the call as usual.
     if (!this.#runTemplate(id)) return -1;
     this.hits++;
     return REPLAYED;
@@ -184,6 +198,14 @@ export class Replays {
 
 function free(e: Entry): void {
   if (e.id >= 0) backend.requests.freeTemplate(e.id);
+}
+
+// The entry a repeat most likely matches: a collective's most recent, while
+// its calls are watched.
+function latest(calls: Calls | undefined): Entry | null {
+  if (calls === undefined || calls.pause !== 0) return null;
+  const list = calls.entries;
+  return list.length !== 0 ? list[list.length - 1]! : null;
 }
 
 // A value whose meaning never changes, compared by value or identity.
@@ -311,20 +333,23 @@ function entry(args: unknown[]): Entry | null {
   return { args: copy, views, bytes, id: -1, pair: pairOf(args, copy) };
 }
 
-// The arguments of entry `e` again, buffers intact.
+// The arguments of entry `e` again, buffers intact. A pair's specs compare
+// here one by one, as any other argument.
 function same(e: Entry, n: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): boolean {
   const s = e.args;
   if (s.length !== n) return false;
-  if (e.pair !== null) {
-    if (!samePair(e.pair, a0, a1)) return false;
-  } else {
-    if (n > 0 && a0 !== s[0] && !sameArg(a0, s[0])) return false;
-    if (n > 1 && a1 !== s[1] && !sameArg(a1, s[1])) return false;
-    if (n > 2 && a2 !== s[2] && !sameArg(a2, s[2])) return false;
-    if (n > 3 && a3 !== s[3] && !sameArg(a3, s[3])) return false;
-  }
+  if (n > 0 && a0 !== s[0] && !sameArg(a0, s[0])) return false;
+  if (n > 1 && a1 !== s[1] && !sameArg(a1, s[1])) return false;
+  if (n > 2 && a2 !== s[2] && !sameArg(a2, s[2])) return false;
+  if (n > 3 && a3 !== s[3] && !sameArg(a3, s[3])) return false;
+  return sameBytes(e);
+}
+
+// Entry `e`'s buffers still as long as when recorded (not detached, not
+// shrunk).
+function sameBytes(e: Entry): boolean {
   const views = e.views, bytes = e.bytes;
-  for (let i = 0; i < views.length; i++) if (trueBytes(views[i]!) !== bytes[i]) return false;
+  for (let i = 0; i < views.length; i++) if (heldBytes(views[i]!) !== bytes[i]) return false;
   return true;
 }
 
