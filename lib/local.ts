@@ -5,7 +5,7 @@
 import { IN_PLACE } from './constants.js';
 import { fail } from './errors.js';
 import { bytesOf, stageReduce, takeStaging } from './coll/staging.js';
-import { bareType, heldBytes, resolve, type Msg, type Resolved } from './message.js';
+import { bareType, resolve, stillHeld, trueBytes, type Msg, type Resolved } from './message.js';
 import { native } from './native.js';
 import { viewBytes } from './hold.js';
 import { checkOp, Op, opAllows, userOpSpec, userView } from './op.js';
@@ -62,7 +62,7 @@ function kernel(a: Uint8Array, b: Uint8Array, out: Uint8Array, count: number, co
 // arrays"). The record is trusted only for the very same objects, while
 // the generation is the one this module saw recorded (any other
 // reduceLocal call, from any copy of this module, makes a new one), and
-// while their true byte lengths (heldBytes: the intrinsic getter, which no
+// while their true byte lengths (stillHeld: the intrinsic getter, which no
 // own property shadows) are the recorded ones: a detached or shrunk buffer
 // reads shorter, and a buffer never moves once unwrapped (resizable ones
 // grow in place). The addon checks the count against the recorded lengths
@@ -73,8 +73,12 @@ let lastA: unknown = null, lastB: unknown = null, lastOut: Uint8Array | null = n
 let lastGen = -1, bytesA = 0, bytesB = 0, bytesOut = 0;
 
 function fresh(): boolean {
-  return slots[2] === lastGen && heldBytes(lastOut!) === bytesOut && heldBytes(lastA as Uint8Array) === bytesA &&
-    (lastB === lastOut || heldBytes(lastB as Uint8Array) === bytesB);
+  const out = lastOut!, a = lastA as Uint8Array, b = lastB as Uint8Array;
+  if (slots[2] !== lastGen) return false;
+  if (b === out) return stillHeld(out, bytesOut, a, bytesA);
+  // reduceLocals's third operand: its `length` too before any byte length.
+  void b.length;
+  return stillHeld(out, bytesOut, a, bytesA) && trueBytes(b) === bytesB;
 }
 
 // Set in a kernel code by reduceLocals, for the addon's error messages.

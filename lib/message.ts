@@ -151,16 +151,24 @@ export const trueBytes = Function.prototype.call.bind(
   Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'byteLength')!.get!,
 ) as (view: ArrayBufferView) => number;
 
+/** @internal stillHeld's second view for a call that has one: always 0 bytes. */
+export const NO_VIEW: ArrayBufferView = new Float64Array(0);
+
 /**
- * @internal trueBytes for a check made at every call: the same, or -1,
- * which no recorded length equals. Reading the view's `length` first lets
- * V8 check its map there, and then, knowing the view a TypedArray, read the
- * byte length in place rather than call the getter (bench/VCOLL.md, "One
- * path per shape"). Only trueBytes's value counts; a `length` that lies can
- * only make the check fail.
+ * @internal Whether views `a` and `b` (NO_VIEW: none) still hold `na` and
+ * `nb` bytes by trueBytes: the check a repeated call makes that no buffer
+ * it recorded was detached or shrunk. Both views' `length` is read first:
+ * that lets V8 check their maps there and then, knowing them TypedArrays,
+ * read their byte lengths in place rather than call the getter
+ * (bench/VCOLL.md, "One path per shape"); no branch may come between, or
+ * V8 forgets what it checked. Only trueBytes's values count. A `length`
+ * getter of the program's (a subclass's) runs before any byte length is
+ * read, so whatever it detaches is seen.
  */
-export function heldBytes(view: ArrayBufferView): number {
-  return (view as Uint8Array).length === -1 ? -1 : trueBytes(view);
+export function stillHeld(a: ArrayBufferView, na: number, b: ArrayBufferView, nb: number): boolean {
+  void (a as Uint8Array).length;
+  void (b as Uint8Array).length;
+  return trueBytes(a) === na && trueBytes(b) === nb;
 }
 
 /** @internal A TypedArray's buffer from the intrinsic getter, which no own or subclass property shadows. */

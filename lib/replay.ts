@@ -28,7 +28,7 @@
 import { backend } from './backends/active.js';
 import { IN_PLACE } from './constants.js';
 import { Datatype } from './datatype.js';
-import { heldBytes, trueBuffer, trueBytes } from './message.js';
+import { NO_VIEW, stillHeld, trueBuffer, trueBytes } from './message.js';
 import { Op } from './op.js';
 
 const MAX_BUFFER = 1 << 20;
@@ -346,10 +346,14 @@ function same(e: Entry, n: number, a0: unknown, a1: unknown, a2: unknown, a3: un
 }
 
 // Entry `e`'s buffers still as long as when recorded (not detached, not
-// shrunk).
+// shrunk). Most calls have one or two views; a barrier has none.
 function sameBytes(e: Entry): boolean {
-  const views = e.views, bytes = e.bytes;
-  for (let i = 0; i < views.length; i++) if (heldBytes(views[i]!) !== bytes[i]) return false;
+  const v = e.views, bytes = e.bytes, n = v.length;
+  if (n === 2) return stillHeld(v[0]!, bytes[0]!, v[1]!, bytes[1]!);
+  if (n === 1) return stillHeld(v[0]!, bytes[0]!, NO_VIEW, 0);
+  // As stillHeld does, every `length` before any byte length.
+  for (let i = 0; i < n; i++) void (v[i] as Uint8Array).length;
+  for (let i = 0; i < n; i++) if (trueBytes(v[i]!) !== bytes[i]) return false;
   return true;
 }
 
