@@ -653,8 +653,9 @@ export class Comm {
   }
 
   // A blocking call that did not run from a template: kept as one when
-  // replay() said RECORD, else run as usual. Apart from _blocking, whose
-  // loop V8 inlines, so that only what a repeat runs is inlined there.
+  // replay() said RECORD, else run as usual. Apart from _blocking, which
+  // V8 inlines into the caller's loop, so that only what a repeat runs is
+  // inlined there.
   #unreplayed(d: Collective<unknown[]>, replays: Replays | null, r: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown): void {
     const args = argList(d.arity, a0, a1, a2, a3);
     if (r === RECORD && this.#keep(replays!, d, args)) return;

@@ -157,7 +157,7 @@ export const NO_VIEW: ArrayBufferView = new Float64Array(0);
 /**
  * @internal Whether views `a` and `b` (NO_VIEW: none) still hold `na` and
  * `nb` bytes by trueBytes: the check a repeated call makes that no buffer
- * it recorded was detached or shrunk. Both views' `length` is read first:
+ * it recorded was detached or shrunk. Each view's `length` is read first:
  * that lets V8 check their maps there and then, knowing them TypedArrays,
  * read their byte lengths in place rather than call the getter
  * (bench/VCOLL.md, "One path per shape"); no branch may come between, or
