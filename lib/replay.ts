@@ -23,7 +23,8 @@
  *   never kept;
  * - buffers up to 1 MiB, since a template keeps its views alive (at most
  *   PER_CALL per collective); above that a repeat saves nothing measurable
- *   anyway.
+ *   anyway;
+ * - at most two buffers, as every collective has (stillHeld checks two).
  */
 import { backend } from './backends/active.js';
 import { IN_PLACE } from './constants.js';
@@ -52,6 +53,8 @@ const NEVER = -3;
 interface Entry {
   // The call's arguments, arrays copied two levels down (a v-spec's counts).
   args: unknown[];
+  // Its buffers and their true byte lengths: none, or two (the second
+  // NO_VIEW where the call has one).
   views: ArrayBufferView[];
   bytes: number[];
   // The engine's template; -1 until the same call has come twice.
@@ -295,7 +298,7 @@ function entry(args: unknown[]): Entry | null {
     // DataViews take another byteLength getter; rare in a hot loop.
     if (v instanceof DataView || trueBuffer(v).byteLength > MAX_BUFFER) return false;
     const n = trueBytes(v);
-    if (n === 0) return false;
+    if (n === 0 || views.length === 2) return false;
     views.push(v);
     bytes.push(n);
     return true;
@@ -330,6 +333,11 @@ function entry(args: unknown[]): Entry | null {
       return null;
     }
   }
+  // A second view always, for stillHeld (a barrier keeps none).
+  if (views.length === 1) {
+    views.push(NO_VIEW);
+    bytes.push(0);
+  }
   return { args: copy, views, bytes, id: -1, pair: pairOf(args, copy) };
 }
 
@@ -346,15 +354,10 @@ function same(e: Entry, n: number, a0: unknown, a1: unknown, a2: unknown, a3: un
 }
 
 // Entry `e`'s buffers still as long as when recorded (not detached, not
-// shrunk). Most calls have one or two views; a barrier has none.
+// shrunk): none (a barrier), or two (entry()).
 function sameBytes(e: Entry): boolean {
-  const v = e.views, bytes = e.bytes, n = v.length;
-  if (n === 2) return stillHeld(v[0]!, bytes[0]!, v[1]!, bytes[1]!);
-  if (n === 1) return stillHeld(v[0]!, bytes[0]!, NO_VIEW, 0);
-  // As stillHeld does, every `length` before any byte length.
-  for (let i = 0; i < n; i++) void (v[i] as Uint8Array).length;
-  for (let i = 0; i < n; i++) if (trueBytes(v[i]!) !== bytes[i]) return false;
-  return true;
+  const v = e.views, bytes = e.bytes;
+  return v.length === 0 || stillHeld(v[0]!, bytes[0]!, v[1]!, bytes[1]!);
 }
 
 // An argument equal to the copy `x` (apart from same(), which most loops
