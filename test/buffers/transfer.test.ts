@@ -23,6 +23,16 @@ const node20 = Number(process.versions.node.split('.')[0]) === 20;
 // the mark; the multi-rank suite (detach.test.ts) runs both modes.
 const marking = holdMode() === 'mark';
 
+// structuredClone with a marked buffer in the transfer list: Node 20 copies
+// it, newer Node throws DataCloneError; either way the buffer stays.
+function transferMarked(buffer: ArrayBuffer): void {
+  try {
+    structuredClone(buffer, { transfer: [buffer] });
+  } catch (err) {
+    if (node20 || (err as Error).name !== 'DataCloneError') throw err;
+  }
+}
+
 function request(): { send: Float64Array; recv: Float64Array; req: mpi.Request } {
   const send = Float64Array.from({ length: 1024 }, (_, i) => i);
   const recv = new Float64Array(1024);
@@ -115,14 +125,14 @@ describe(`a pending request's buffer in a transfer list (${process.version}, ${m
     if (!marking) return;
     const send = new Float64Array(4).fill(1), recv = new Float64Array(4);
     const p = COMM_SELF.allreduceInit(send, recv);
-    structuredClone(send.buffer, { transfer: [send.buffer] });
+    transferMarked(send.buffer);
     expect(send.byteLength).toBe(32);
     p.start().wait();
     expect(Array.from(recv)).toEqual([1, 1, 1, 1]);
     p.free();
     const a = new Float64Array(4).fill(2), b = new Float64Array(4);
     COMM_SELF.allreduce(a, b, Op.create((x, y, n) => {
-      structuredClone(b.buffer, { transfer: [b.buffer] });
+      transferMarked(b.buffer);
       for (let i = 0; i < n; i++) (y as Float64Array)[i] += (x as Float64Array)[i]!;
     }));
     expect(b.byteLength).toBe(32);

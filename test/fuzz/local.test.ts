@@ -438,10 +438,19 @@ describe('found by fuzzing', () => {
     const vec = Datatype.vector(2, 1, 2, Datatype.DOUBLE).commit();
     const recv = new Float64Array(3);
     const req = mpi.COMM_SELF.iallreduce([Float64Array.of(1, 0, 2), 1, vec], [recv, 1, vec]);
-    // A web stream's BYOB read detaches even a marked buffer (Node 20).
+    // A web stream's BYOB read detaches even a marked buffer on Node 20,
+    // and on Node 22, where lib/hold.ts does not mark (it works on copies).
+    // Node 24 refuses to detach a marked buffer in every way, and there the
+    // request completes into it.
     new ReadableStream({ type: 'bytes' }).getReader({ mode: 'byob' }).read(new Uint8Array(recv.buffer)).catch(() => {});
-    expect(recv.byteLength).toBe(0);
-    await expect(req).rejects.toMatchObject({ code: 'ERR_BUFFER' });
+    const refused = Number(process.versions.node.split('.')[0]) >= 24;
+    expect(recv.byteLength).toBe(refused ? 24 : 0);
+    if (refused) {
+      await req;
+      expect(Array.from(recv)).toEqual([1, 0, 2]);
+    } else {
+      await expect(req).rejects.toMatchObject({ code: 'ERR_BUFFER' });
+    }
   });
 });
 
