@@ -107,7 +107,13 @@ export function transferHonoursMark(): boolean {
 export function holdMode(): HoldMode {
   if (chosen === null) {
     const forced = process.env.NODEMPI_HOLD;
-    chosen = forced === 'mark' || forced === 'copy' ? forced : transferHonoursMark() ? 'mark' : 'copy';
+    const honoured = transferHonoursMark();
+    chosen = forced === 'mark' || forced === 'copy' ? forced : honoured ? 'mark' : 'copy';
+    if (forced === 'mark' && !honoured) {
+      process.emitWarning(`NODEMPI_HOLD=mark, but ArrayBuffer.prototype.transfer() moves a marked buffer on Node ${process.version}: ` +
+        'a pending request\'s buffer transferred that way is freed under the request. Unset NODEMPI_HOLD to work on copies.',
+      { code: 'NODEMPI_HOLD_UNSAFE' });
+    }
   }
   return chosen;
 }

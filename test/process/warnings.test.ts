@@ -3,7 +3,9 @@
  * or NODE_NO_WARNINGS=1 silences them), each once per process: more ranks
  * than cores (the launcher; `--oversubscribe` says it is intended),
  * nonblocking requests never awaited (each rank, at the end), an MPI
- * launcher's environment while NODEMPI_BACKEND=shm; and a missing program
+ * launcher's environment while NODEMPI_BACKEND=shm, NODEMPI_HOLD=mark where
+ * the runtime's transfer() moves a marked buffer (Node 22, which
+ * test/packaging/node-lines.test.ts runs this file on); and a missing program
  * is one message, not a trace per rank, as a failing rank's trace is the
  * only one when the others stop because of it.
  */
@@ -12,6 +14,7 @@ import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 
 import { explain, nodempi, root, start } from '../helpers/job.js';
+import { transferHonoursMark } from '../../dist/hold.js';
 
 const fixture = (name: string) => join(root, 'test/fixtures/process', name);
 const count = (text: string, code: string) => text.split('\n').filter((l) => l.includes(`[${code}] Warning:`)).length;
@@ -47,6 +50,15 @@ describe('warnings', () => {
     const q = await nodempi(['-n', '2', '--', process.execPath, '--no-warnings', fixture('unawaited.mjs'), 'forget']);
     expect(q.status, explain(q)).toBe(0);
     expect(q.stderr, explain(q)).not.toContain('NODEMPI_UNAWAITED');
+  });
+
+  const honoured = transferHonoursMark();
+  test(`NODEMPI_HOLD=mark: each rank warns where transfer() moves a marked buffer (${process.version}: ${honoured ? 'no' : 'it does'})`, async () => {
+    const r = await nodempi(['-n', '2', fixture('unawaited.mjs'), 'await'], { env: { NODEMPI_HOLD: 'mark' } });
+    expect(r.status, explain(r)).toBe(0);
+    expect(r.stdout).toContain('unawaited await: rank 1 done');
+    expect(count(r.stderr, 'NODEMPI_HOLD_UNSAFE'), explain(r)).toBe(honoured ? 0 : 2);
+    if (!honoured) expect(r.stderr).toContain(`moves a marked buffer on Node ${process.version}`);
   });
 
   test('a program that does not exist: one line, status 1, no rank started', async () => {
