@@ -14,8 +14,9 @@
  *  - Float16Array (Node 24; Node 22 with --js-float16array), which a bare
  *    view infers as FLOAT16 (test/fixtures/coll/float16array.mjs);
  *  - the addon (Node-API 8) loading and running on each, the launcher,
- *    exits, warnings, replays, object messages (node:v8's serializer) and
- *    the event loop around nonblocking calls.
+ *    warnings, replays, object messages (node:v8's serializer), the event
+ *    loop around nonblocking calls, and the packed package installed with
+ *    no compiler and require()d from CommonJS (unflagged from 22.12).
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -47,6 +48,7 @@ const FILES = [
   'test/nonblocking/eventloop.test.ts',
   'test/process/singleton.test.ts',
   'test/process/warnings.test.ts',
+  'test/process/npm-pack-install.test.ts',
 ];
 
 interface Assertion { fullName: string; status: string; failureMessages: string[] }
