@@ -12,18 +12,22 @@
  *    lets ArrayBuffer.prototype.transfer() move it, so the requests work on
  *    copies there; Node 24 refuses every way;
  *  - Float16Array (Node 24; Node 22 with --js-float16array), which a bare
- *    view infers as FLOAT16 (test/fixtures/coll/float16array.mjs);
+ *    view infers as FLOAT16 (test/fixtures/lines/float16array.mjs);
  *  - the addon (Node-API 8) loading and running on each, the launcher,
  *    warnings, replays, object messages (node:v8's serializer), the event
  *    loop around nonblocking calls, and the packed package installed with
- *    no compiler and require()d from CommonJS (unflagged from 22.12).
+ *    no compiler and require()d from CommonJS (unflagged from 22.12);
+ *  - the mpi backend: the system's MPI loaded at run time under mpirun and
+ *    mpiexec and its errors; collectives, requests, intercommunicators and
+ *    messages over Open MPI's shared memory; user ops (a JS function called
+ *    from the library) under both MPIs.
  */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 
-import { cli, expectPassed, fixtures, root, run, worldSizes } from '../helpers/job.js';
+import { cli, expectPassed, fixtures, mpiCommand, root, run, start, systemMpis, worldSizes } from '../helpers/job.js';
 import { nodeBinary, runtimes } from './runtimes.js';
 
 // The newest release of each line when this was written; pinned, so that a
@@ -49,6 +53,8 @@ const FILES = [
   'test/process/singleton.test.ts',
   'test/process/warnings.test.ts',
   'test/process/npm-pack-install.test.ts',
+  'test/mpi/backend.test.ts',
+  'test/mpi/openmpi-sm.test.ts',
 ];
 
 interface Assertion { fullName: string; status: string; failureMessages: string[] }
@@ -61,12 +67,15 @@ interface FileResult { name: string; assertionResults: Assertion[] }
  */
 async function vitestOn(node: string, line: number): Promise<Map<string, FileResult>> {
   const out = join(runtimes, `vitest-node${line}.json`);
+  // A report left by an earlier run must not stand in for this one's.
+  rmSync(out, { force: true });
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('VITEST') && k !== 'NODE_ENV') env[k] = v;
   const vitest = join(root, 'node_modules', 'vitest', 'vitest.mjs');
   const args = [vitest, 'run', ...FILES, '--reporter=json', `--outputFile=${out}`];
   const ran = await new Promise<string>((resolve) => {
-    execFile(node, args, { cwd: root, env, maxBuffer: 64 << 20 }, (err, stdout, stderr) => resolve(err ? `${err.message}\n${stderr}` : ''));
+    execFile(node, args, { cwd: root, env, maxBuffer: 64 << 20, timeout: 900_000, killSignal: 'SIGKILL' },
+      (err, stdout, stderr) => resolve(err ? `${err.message}\n${stderr}` : ''));
   });
   let report: { testResults: FileResult[] };
   try {
@@ -108,10 +117,20 @@ for (const { line, version, float16 } of LINES) {
       expect(f.assertionResults.some((a) => a.fullName.includes(`(v${version}, `))).toBe(true);
     }, 600_000);
 
-    for (const np of worldSizes) {
-      it(`Float16Array views reduce and move as FLOAT16 at np=${np}`, async () => {
+    for (const mpi of systemMpis) {
+      it(`user ops on the mpi backend under ${mpi} at np=2`, async () => {
+        const m = mpiCommand(mpi, 2, 120, [node, join(fixtures, 'ops', 'userop.mjs')]);
+        const r = await start(m.cmd, m.argv, { limitMs: 180_000, detached: true, env: m.env }).done;
+        expectPassed(r, { name: 'userop', np: 2 });
+      }, 200_000);
+    }
+
+    // Over COMM_WORLD at every size, and over a split communicator whose
+    // rank order is reversed (check.mjs, NODEMPI_TEST_COMM).
+    for (const [np, comm] of [...worldSizes.map((n) => [n, 'world'] as const), [3, 'split'] as const]) {
+      it(`Float16Array views reduce and move as FLOAT16 at np=${np} over ${comm}`, async () => {
         const r = await run(process.execPath, [cli, '--oversubscribe', '-n', String(np), '--', node, ...float16,
-          join(fixtures, 'coll', 'float16array.mjs')], { limitMs: 120_000 });
+          join(fixtures, 'lines', 'float16array.mjs')], { limitMs: 120_000, env: { NODEMPI_TEST_COMM: comm } });
         expectPassed(r, { name: 'float16array', np });
       }, 150_000);
     }
