@@ -30,6 +30,8 @@ const usage = `usage: node bench/warmup.mjs [options]
   --runs R         fresh-process runs of each collective, median reported (default 5)
   --dist DIR       the build to measure: DIR/cli.js launches, DIR/index.js is imported
                    (default: this repository's dist/)
+  --node-flags=F   flags for the ranks' node, space-separated (e.g. --node-flags=--no-maglev):
+                   the ranks start as \`cli.js -n N -- node F warmup_job.mjs\`
   --json FILE      write every run and the medians to FILE
   --budget-min M   re-run noisy jobs (other processes used > ${EXT_MAX} cores) until M minutes
                    into the bench (default 3)
@@ -37,10 +39,10 @@ const usage = `usage: node bench/warmup.mjs [options]
 
 const v = parseOptions('warmup', usage, {
   np: { type: 'string', default: '2' }, runs: { type: 'string', default: '5' }, dist: { type: 'string', default: join(ROOT, 'dist') },
-  json: { type: 'string' }, 'budget-min': { type: 'string', default: '3' }, 'no-idle-wait': { type: 'boolean', default: false },
+  json: { type: 'string' }, 'node-flags': { type: 'string', default: '' }, 'budget-min': { type: 'string', default: '3' }, 'no-idle-wait': { type: 'boolean', default: false },
 });
 const o = {
-  np: Number(v.np), runs: Number(v.runs), dist: resolve(v.dist), json: v.json, budgetMin: Number(v['budget-min']), idleWait: !v['no-idle-wait'],
+  np: Number(v.np), runs: Number(v.runs), dist: resolve(v.dist), json: v.json, nodeFlags: v['node-flags'].split(' ').filter(Boolean), budgetMin: Number(v['budget-min']), idleWait: !v['no-idle-wait'],
 };
 if (!(Number.isInteger(o.np) && o.np >= 1 && Number.isInteger(o.runs) && o.runs >= 1 && o.budgetMin >= 0)) usageError('warmup', usage, 'bad option value');
 if (!existsSync(join(o.dist, 'cli.js')) || !existsSync(join(o.dist, 'index.js'))) usageError('warmup', usage, `${o.dist}: no cli.js and index.js (not built?)`);
@@ -74,7 +76,7 @@ try {
     // under steady load every job is noisy and top-ups would go on to the budget: none without the idle wait
     idleWait: o.idleWait, quick: !o.idleWait, budgetMin: o.budgetMin,
     start: ({ fields: { coll } }) => runJob(`warmup: ${coll} np=${o.np}`, process.execPath,
-      [join(o.dist, 'cli.js'), '-n', String(o.np), join(BENCH, 'warmup_job.mjs'), '--dist', o.dist, '--coll', coll,
+      [join(o.dist, 'cli.js'), '-n', String(o.np), ...(o.nodeFlags.length ? ['--', process.execPath, ...o.nodeFlags] : []), join(BENCH, 'warmup_job.mjs'), '--dist', o.dist, '--coll', coll,
         '--sync-dir', join(syncDirs, String(++n))], env, 120,
       { check: (p) => (p.length === 1 && p[0].coll === coll && p[0].us.length === CALLS.length && p[0].blocks?.length >= 10 && p[0].block > 0 ? null : 'not the one point expected') }),
   });
@@ -122,7 +124,8 @@ const all = pick(rep.runs);
 const startup = Object.fromEntries(['startToInitMs', 'importMs', 'initMs', 'lateUs'].map((k) => [k, median(all.map((r) => r.points[0][k]))]));
 
 const L = [];
-L.push(`Warm-up of 8 B collectives, shm backend, ${o.np} rank(s); build ${build.dist} (${build.commit ?? 'no git'}${build.dirty ? ', uncommitted changes' : ''}).`,
+L.push(`Warm-up of 8 B collectives, shm backend, ${o.np} rank(s); Node ${process.version}${o.nodeFlags.length ? ` ${o.nodeFlags.join(' ')}` : ''}; ` +
+  `build ${build.dist} (${build.commit ?? 'no git'}${build.dirty ? ', uncommitted changes' : ''}).`,
   'µs per call, max over ranks, median over fresh-process runs; calls back to back, one collective per job.', '');
 L.push(`| call | ${COLLS.join(' | ')} |`, `|---|${COLLS.map(() => '--:').join('|')}|`);
 CALLS.forEach((c, j) => L.push(`| ${j < 10 ? c : `${c} (mean)`} | ${COLLS.map((coll) => fmtUs(medians[coll].us[j])).join(' | ')} |`));
@@ -138,7 +141,7 @@ console.log(L.join('\n'));
 if (o.json) {
   writeFileSync(o.json, `${compactJson({
     date: new Date().toISOString(), totalSeconds: +((performance.now() - t0) / 1000).toFixed(1), machine: machineInfo(), build,
-    options: { np: o.np, runs: o.runs, budgetMin: o.budgetMin, idleWait: o.idleWait },
+    options: { np: o.np, runs: o.runs, node: process.version, nodeFlags: o.nodeFlags, budgetMin: o.budgetMin, idleWait: o.idleWait },
     calls: CALLS, medians, startup, load: loadSummary(rep), runs: rep.runs,
   })}\n`);
   log(`warmup: wrote ${o.json}`);
