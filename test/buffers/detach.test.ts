@@ -22,7 +22,7 @@ const marked = ['structuredClone', 'messageChannel', 'worker', ...(transferHonou
 const all = [...marked, 'byob', 'enqueue'];
 
 function job(np: number, ways: string[], env: Record<string, string> = {}) {
-  return runJob(np, 'buffers/detach.mjs', ways, { timeoutSec: 150, launcherArgs: ['--', process.execPath, '--expose-gc'], env });
+  return runJob(np, 'buffers/detach.mjs', ways, { timeoutSec: 150, node: [process.execPath, '--expose-gc'], env });
 }
 
 describe('buffers taken away while a request is pending', () => {

@@ -178,12 +178,14 @@ export function nodempi(args: string[], opts: StartOptions = {}): Promise<JobRes
 }
 
 export interface JobOptions extends StartOptions {
-  /** Launcher options before the script, e.g. ['--', process.execPath, '--expose-gc'] (nodempi only). */
+  /** Launcher options before the script, e.g. ['--oversubscribe'] (nodempi only). */
   launcherArgs?: string[];
   /** The launcher's own timeout (default 120 s): a hang shows as exit status 124 with the output so far. */
   timeoutSec?: number;
   /** Which launcher starts the ranks (default nodempi). */
   launcher?: Launcher;
+  /** The ranks' node and its flags, e.g. [process.execPath, '--expose-gc'] (default: this node, no flags). */
+  node?: string[];
 }
 
 /**
@@ -197,10 +199,11 @@ export function runJob(np: number, fixture: string, args: string[] = [], opts: J
   const timeoutSec = opts.timeoutSec ?? 120;
   const launcher = opts.launcher ?? 'nodempi';
   if (launcher !== 'nodempi') {
-    const m = mpiCommand(launcher, np, timeoutSec, [process.execPath, script, ...args]);
+    const m = mpiCommand(launcher, np, timeoutSec, [...(opts.node ?? [process.execPath]), script, ...args]);
     return start(m.cmd, m.argv, { limitMs: (timeoutSec + 60) * 1000, detached: true, ...opts, env: { ...m.env, ...opts.env } }).done;
   }
-  const argv = ['-n', String(np), '--timeout', String(timeoutSec), ...(opts.launcherArgs ?? []), script, ...args];
+  const argv = ['-n', String(np), '--timeout', String(timeoutSec), ...(opts.launcherArgs ?? []),
+    ...(opts.node ? ['--', ...opts.node] : []), script, ...args];
   return nodempi(argv, { limitMs: (timeoutSec + 60) * 1000, ...opts });
 }
 

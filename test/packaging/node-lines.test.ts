@@ -27,7 +27,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 
-import { cli, expectPassed, fixtures, mpiCommand, root, run, start, systemMpis, worldSizes } from '../helpers/job.js';
+import { expectPassed, root, run, runJob, systemMpis, worldSizes } from '../helpers/job.js';
 import { nodeBinary, runtimes } from './runtimes.js';
 
 // The newest release of each line when this was written; pinned, so that a
@@ -119,9 +119,7 @@ for (const { line, version, float16 } of LINES) {
 
     for (const mpi of systemMpis) {
       it(`user ops on the mpi backend under ${mpi} at np=2`, async () => {
-        const m = mpiCommand(mpi, 2, 120, [node, join(fixtures, 'ops', 'userop.mjs')]);
-        const r = await start(m.cmd, m.argv, { limitMs: 180_000, detached: true, env: m.env }).done;
-        expectPassed(r, { name: 'userop', np: 2 });
+        expectPassed(await runJob(2, 'ops/userop.mjs', [], { launcher: mpi, node: [node] }), { name: 'userop', np: 2 });
       }, 200_000);
     }
 
@@ -129,8 +127,8 @@ for (const { line, version, float16 } of LINES) {
     // rank order is reversed (check.mjs, NODEMPI_TEST_COMM).
     for (const [np, comm] of [...worldSizes.map((n) => [n, 'world'] as const), [3, 'split'] as const]) {
       it(`Float16Array views reduce and move as FLOAT16 at np=${np} over ${comm}`, async () => {
-        const r = await run(process.execPath, [cli, '--oversubscribe', '-n', String(np), '--', node, ...float16,
-          join(fixtures, 'lines', 'float16array.mjs')], { limitMs: 120_000, env: { NODEMPI_TEST_COMM: comm } });
+        const r = await runJob(np, 'lines/float16array.mjs', [],
+          { launcherArgs: ['--oversubscribe'], node: [node, ...float16], env: { NODEMPI_TEST_COMM: comm } });
         expectPassed(r, { name: 'float16array', np });
       }, 150_000);
     }
