@@ -48,6 +48,7 @@ Each rank's environment has NODEMPI_RANK and NODEMPI_SIZE. Read by nodempi
   NODEMPI_SLOT_KB, NODEMPI_CMA, NODEMPI_CMA_MIN, NODEMPI_SPIN_US, NODEMPI_YIELD_US,
   NODEMPI_KERNELS, NODEMPI_ALGO  tune the shared-memory transport
   NODEMPI_ADDON=PATH           load another build of the native addon
+A value that does not parse is refused before any rank starts.
 The launcher adds glibc.malloc.hugetlb=1 to the ranks' GLIBC_TUNABLES (huge
 pages for large arrays) unless it names hugetlb already (README "Tuning").
 Warnings are Node's: --no-warnings or NODE_NO_WARNINGS=1 silences them.`;

@@ -33,6 +33,7 @@ import { markAsUntransferable } from 'node:worker_threads';
 
 import { fail, MPIError } from './errors.js';
 import { Op } from './op.js';
+import { setting } from './settings.js';
 
 /** How buffers are held: marked untransferable, or worked on as private copies. */
 export type HoldMode = 'mark' | 'copy';
@@ -106,9 +107,9 @@ export function transferHonoursMark(): boolean {
 /** The mode in force: NODEMPI_HOLD, else 'mark' where transfer() honours the mark. */
 export function holdMode(): HoldMode {
   if (chosen === null) {
-    const forced = process.env.NODEMPI_HOLD;
+    const forced = setting(process.env, 'NODEMPI_HOLD');
     const honoured = transferHonoursMark();
-    chosen = forced === 'mark' || forced === 'copy' ? forced : honoured ? 'mark' : 'copy';
+    chosen = forced ?? (honoured ? 'mark' : 'copy');
     if (forced === 'mark' && !honoured) {
       process.emitWarning(`NODEMPI_HOLD=mark, but ArrayBuffer.prototype.transfer() moves a marked buffer on Node ${process.version}: ` +
         'a pending request\'s buffer transferred that way is freed under the request. Unset NODEMPI_HOLD to work on copies.',

@@ -47,6 +47,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { describe, fail } from './errors.js';
 import { native } from './native.js';
+import { refuseBadSettings } from './settings.js';
 
 export interface LaunchOptions {
   /** Number of ranks. */
@@ -121,6 +122,9 @@ function checkOptions(o: LaunchOptions): LaunchOptions {
   if (o.env !== undefined && (typeof o.env !== 'object' || o.env === null)) {
     fail('ERR_ARG', 'launch', `env must be an object of strings, got ${describe(o.env)}`);
   }
+  // Refused here once, not by every rank at its init.
+  const env = { ...process.env, ...o.env };
+  refuseBadSettings('launch', env, native.settingsErrors(env));
   if (o.timeout !== undefined && !(typeof o.timeout === 'number' && o.timeout > 0 && o.timeout <= 2147483)) {
     fail('ERR_ARG', 'launch', `timeout must be a positive number of seconds, got ${describe(o.timeout)}`);
   }

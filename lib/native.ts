@@ -33,6 +33,12 @@ export interface NativeAddon {
    * if the launcher is already gone; nothing in the launcher itself.
    */
   watchLauncher(pid: number): void;
+  /**
+   * What does not parse among the core's NODEMPI_* settings
+   * (native/core/tuning.h), '' when all do: of this process's environment
+   * (read once), or of `env`.
+   */
+  settingsErrors(env?: NodeJS.ProcessEnv): string;
   kernelIsa(): string;
   selectKernelIsa(name: string): boolean;
   /** Calls this process ended by direct copies between processes (for tests). */

@@ -11,6 +11,7 @@ import { mpi } from './backends/mpi.js';
 import { block, WTIME } from './block.js';
 import { MPIError } from './errors.js';
 import { native } from './native.js';
+import { refuseBadSettings } from './settings.js';
 
 let initialized = false;
 let jobRank = 0;
@@ -49,6 +50,7 @@ export function ensureInit(): void {
     return;
   }
   const choice = chooseBackend();
+  refuseBadSettings('init', process.env, native.settingsErrors());
   if (choice.backend === 'mpi') setBackend(mpi);
   const job = active.runtime.init();
   const seen = choice.backend === 'shm' && process.env.NODEMPI_SIZE === undefined ? detectLauncher(process.env) : null;

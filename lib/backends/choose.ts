@@ -11,7 +11,7 @@
  *   srun itself sets SLURM_PROCID and SLURM_NTASKS.
  * - Otherwise (plain `node app.js`): shm, a world of one.
  */
-import { MPIError } from '../errors.js';
+import { setting } from '../settings.js';
 
 /** The MPI launcher family whose variables a process has. */
 export type Launcher = 'openmpi' | 'hydra' | 'pmix' | 'slurm';
@@ -55,12 +55,9 @@ export function detectLauncher(env: NodeJS.ProcessEnv): { launcher: Launcher; re
 
 /** The backend for a process with environment `env`. Throws ERR_ARG for a bad NODEMPI_BACKEND. */
 export function chooseBackend(env: NodeJS.ProcessEnv = process.env): Choice {
-  const forced = env.NODEMPI_BACKEND;
+  const forced = setting(env, 'NODEMPI_BACKEND');
   const seen = detectLauncher(env);
-  if (forced !== undefined && forced !== '') {
-    if (forced !== 'shm' && forced !== 'mpi') {
-      throw new MPIError('ERR_ARG', `init: NODEMPI_BACKEND must be "shm" or "mpi", got ${JSON.stringify(forced)}`);
-    }
+  if (forced !== undefined) {
     return { backend: forced, reason: `NODEMPI_BACKEND=${forced}`, launcher: seen?.launcher ?? null, expectedSize: seen?.expectedSize ?? null };
   }
   if (env.NODEMPI_SIZE !== undefined) return { backend: 'shm', reason: 'the nodempi launcher set NODEMPI_SIZE', launcher: null, expectedSize: null };
@@ -76,10 +73,7 @@ export function chooseBackend(env: NodeJS.ProcessEnv = process.env): Choice {
  * saves and what it risks). Throws ERR_ARG for any other value.
  */
 export function threadLevel(env: NodeJS.ProcessEnv = process.env): 0 | 1 {
-  const v = env.NODEMPI_MPI_THREAD_LEVEL;
-  if (v === undefined || v === '' || v === 'funneled') return 1;
-  if (v === 'single') return 0;
-  throw new MPIError('ERR_ARG', `init: NODEMPI_MPI_THREAD_LEVEL must be "funneled" or "single", got ${JSON.stringify(v)}`);
+  return setting(env, 'NODEMPI_MPI_THREAD_LEVEL') === 'single' ? 0 : 1;
 }
 
 // Library file names by ABI, as the dynamic linker finds them: Open MPI

@@ -1,11 +1,13 @@
 // Every NODEMPI_* setting of the core, read from the environment once per
 // process (the launcher passes its environment to every rank, so all ranks
-// see the same values). A value that does not parse, or is out of range, is
-// ignored: the default applies. README.md, "Tuning", describes them for
-// users.
+// see the same values). A value that does not parse, or is out of range,
+// leaves the default in place and is named in `errors`, which init and the
+// launcher refuse to run with (lib/settings.ts). README.md, "Tuning" and
+// "Across machines", describes them for users.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "core/coll/select.h"
@@ -39,15 +41,22 @@ struct Tuning {
   bool check_same = true;
   // NODEMPI_ALGO: algorithms forced per collective (coll/select.h).
   coll::ForcedAlgos algo;
-  // What was ignored in NODEMPI_ALGO, for the warning.
-  std::string algo_errors;
+  // NODEMPI_HUGE_PAGES=0: no huge pages for large buffers (memory/huge_pages.cc).
+  bool huge_pages = true;
+  // NODEMPI_MPI_PERSISTENT=emulate: persistent collectives of the mpi
+  // backend as nonblocking ones started anew (mpi/mpi.cc).
+  bool emulate_persistent = false;
+  // Every value that did not parse, as "NODEMPI_X must be ..., got \"v\"",
+  // joined by "; "; empty when all did.
+  std::string errors;
 
-  // From `get` (getenv, or a test's map).
-  static Tuning from(const char* (*get)(const char*));
+  // From `get` (getenv, or a map: a test's, or the environment a launcher
+  // is about to give its ranks). `get` returns nullptr for an unset name;
+  // what it returns need only live until its next call.
+  static Tuning from(const std::function<const char*(const char*)>& get);
 };
 
-// The process's settings, read at first use; a NODEMPI_ALGO entry that is
-// ignored is reported on stderr then.
+// The process's settings, read at first use.
 const Tuning& tuning();
 // Reads the environment again: for tests that change it, before any other
 // thread runs collectives.

@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/coll/direct.h"
 #include "core/kernels/kernels.h"
+#include "core/tuning.h"
 #include "napi/args.h"
 #include "napi/errors.h"
 #include "napi/progress.h"
@@ -152,6 +153,22 @@ void WatchLauncher(const Napi::CallbackInfo& info) {
   kill(getpid(), SIGKILL);
 }
 
+// settingsErrors(env?): what in the NODEMPI_* settings does not parse
+// (core/tuning.h), "" when all do: of this process's environment, or of
+// `env` (an object of strings: what a launcher will give its ranks).
+Napi::Value SettingsErrors(const Napi::CallbackInfo& info) {
+  if (info.Length() == 0 || info[0].IsUndefined()) return Napi::String::New(info.Env(), tuning().errors);
+  Napi::Object env = info[0].As<Napi::Object>();
+  std::string value;
+  const Tuning t = Tuning::from([&](const char* name) -> const char* {
+    Napi::Value v = env.Get(name);
+    if (!v.IsString()) return nullptr;
+    value = v.As<Napi::String>().Utf8Value();
+    return value.c_str();
+  });
+  return Napi::String::New(info.Env(), t.errors);
+}
+
 Napi::Value KernelIsa(const Napi::CallbackInfo& info) {
   return Napi::String::New(info.Env(), kernels::active_isa());
 }
@@ -206,6 +223,7 @@ void register_runtime(Napi::Env env, Napi::Object exports) {
   exports.Set("finalize", Napi::Function::New(env, Finalize, "finalize"));
   exports.Set("abort", Napi::Function::New(env, Abort, "abort"));
   exports.Set("watchLauncher", Napi::Function::New(env, WatchLauncher, "watchLauncher"));
+  exports.Set("settingsErrors", Napi::Function::New(env, SettingsErrors, "settingsErrors"));
   exports.Set("kernelIsa", Napi::Function::New(env, KernelIsa, "kernelIsa"));
   exports.Set("selectKernelIsa", Napi::Function::New(env, SelectKernelIsa, "selectKernelIsa"));
   exports.Set("singleCopies", Napi::Function::New(env, SingleCopies, "singleCopies"));

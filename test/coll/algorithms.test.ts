@@ -44,15 +44,6 @@ describe('every algorithm, forced by NODEMPI_ALGO', () => {
     expectPassed(await runJob(3, 'coll/algorithms.mjs', [], { env: { NODEMPI_ALGO: 'allreduce:flat,reduce:flat' } }), { name: 'algorithms', np: 3 });
   });
 
-  it('ignores entries it cannot use, says so, and applies the rest (np=2)', async () => {
-    const env = { ...SLOTS, NODEMPI_ALGO: 'allreduce:ring,bogus:flat,reduceScatter:flat,reduce:sliced' };
-    const r = await runJob(2, 'coll/algorithms.mjs', [], { env });
-    expectPassed(r, { name: 'algorithms', np: 2 });
-    expect(r.stderr, explain(r)).toContain("'allreduce:ring' names no algorithm of allreduce");
-    expect(r.stderr, explain(r)).toContain("'bogus:flat' names no collective");
-    expect(r.stderr, explain(r)).toContain("'reduceScatter:flat' names a collective with one algorithm");
-  });
-
   it('ranks forced to different algorithms throw ERR_NOT_SAME on every rank, and go on working (np=3)', async () => {
     const script = join(fixtures, 'coll', 'algorithms.mjs');
     const only1 =

@@ -57,6 +57,15 @@ describe('which backend runs', () => {
     expect(r.stderr).toContain("code: 'ERR_ARG'");
     expect(r.stderr).toContain('NODEMPI_MPI_THREAD_LEVEL must be "funneled" or "single", got "multiple"');
   });
+  for (const mpi of systemMpis) {
+    it(`under ${mpi}'s launcher, a NODEMPI_* value that does not parse: every rank refuses it at init, and the job ends`, async () => {
+      const r = await runJob(2, script('identity.mjs'), [], { launcher: mpi, env: { NODEMPI_CHECK_SAME: 'yes' }, timeoutSec: 60 });
+      expect(r.hung, explain(r)).toBe(false);
+      expect(r.status, explain(r)).not.toBe(0);
+      expect(r.stderr, explain(r)).toContain('NODEMPI_CHECK_SAME must be "0" or "1", got "yes"');
+      expect(identities(r), explain(r)).toEqual([]);
+    });
+  }
   it('under the nodempi launcher and as plain node: shm', async () => {
     const r = await runJob(2, script('identity.mjs'), [], { timeoutSec: 60 });
     expect(r.status, explain(r)).toBe(0);

@@ -44,6 +44,18 @@ inline void fail(const char* file, int line, const std::string& what) {
     }                                                                                        \
   } while (0)
 
+// CHECK(a == b) for strings, printing both.
+#define CHECK_STR(a, b)                                                                           \
+  do {                                                                                            \
+    ::nodempi::test::g_checks.fetch_add(1, std::memory_order_relaxed);                            \
+    const std::string check_a_ = (a);                                                             \
+    const std::string check_b_ = (b);                                                             \
+    if (check_a_ != check_b_) {                                                                   \
+      ::nodempi::test::fail(__FILE__, __LINE__,                                                   \
+                            std::string("CHECK_STR(" #a ", " #b ") failed:\n  ") + check_a_ + "\n  " + check_b_); \
+    }                                                                                             \
+  } while (0)
+
 // Runs fn, which must throw CoreError of class `cls` with `needle` in its
 // message (when given). Returns the message.
 template <class Fn>

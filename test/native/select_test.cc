@@ -3,7 +3,8 @@
 //   2. NODEMPI_ALGO forcing an algorithm where it can run the call, and
 //      the automatic choice where it cannot;
 //   3. parsing NODEMPI_ALGO, bad entries described and left out;
-//   4. every NODEMPI_* knob: its default, valid values, values ignored.
+//   4. every NODEMPI_* knob: its default, valid values, and the error that
+//      names a value that does not parse (init refuses to run with it).
 #include <map>
 #include <string>
 
@@ -137,6 +138,9 @@ Tuning with(std::map<std::string, std::string> env) {
   return Tuning::from(fake_env);
 }
 
+// The error of a Tuning read from `env` alone.
+std::string error_of(std::map<std::string, std::string> env) { return with(std::move(env)).errors; }
+
 void knobs() {
   g_context = "defaults";
   Tuning t = with({});
@@ -145,51 +149,92 @@ void knobs() {
   CHECK_EQ(t.slot_kb, size_t(0));
   CHECK_EQ(t.spin_us, Tuning::kByJob);
   CHECK_EQ(t.yield_us, 2000u);
-  CHECK(t.kernels.empty() && t.algo_errors.empty());
+  CHECK(t.kernels.empty() && t.errors.empty());
+  CHECK(t.check_same && t.huge_pages && !t.emulate_persistent);
+
+  g_context = "an empty value is unset";
+  t = with({{"NODEMPI_CMA", ""}, {"NODEMPI_CMA_MIN", ""}, {"NODEMPI_SLOT_KB", ""}, {"NODEMPI_SPIN_US", ""},
+            {"NODEMPI_YIELD_US", ""}, {"NODEMPI_KERNELS", ""}, {"NODEMPI_CHECK_SAME", ""},
+            {"NODEMPI_HUGE_PAGES", ""}, {"NODEMPI_MPI_PERSISTENT", ""}, {"NODEMPI_ALGO", ""}});
+  CHECK(t.errors.empty());
+  CHECK_EQ(t.cma, -1);
+  CHECK_EQ(t.yield_us, 2000u);
+  CHECK(t.check_same && t.huge_pages && !t.emulate_persistent);
 
   g_context = "NODEMPI_CMA";
   CHECK_EQ(with({{"NODEMPI_CMA", "0"}}).cma, 0);
   CHECK_EQ(with({{"NODEMPI_CMA", "1"}}).cma, 1);
   CHECK_EQ(with({{"NODEMPI_CMA", "fallback"}}).cma, 2);
   CHECK_EQ(with({{"NODEMPI_CMA", "refuse"}}).cma, 3);
-  CHECK_EQ(with({{"NODEMPI_CMA", "yes"}}).cma, -1);
+  t = with({{"NODEMPI_CMA", "yes"}});
+  CHECK_EQ(t.cma, -1);
+  CHECK_STR(t.errors, std::string("NODEMPI_CMA must be \"0\", \"1\", \"fallback\" or \"refuse\", got \"yes\""));
 
   g_context = "NODEMPI_CMA_MIN";
   CHECK_EQ(with({{"NODEMPI_CMA_MIN", "2048"}}).cma_min, size_t(2048));
   CHECK_EQ(with({{"NODEMPI_CMA_MIN", "0"}}).cma_min, size_t(0));
-  CHECK_EQ(with({{"NODEMPI_CMA_MIN", "64k"}}).cma_min, size_t(64 * 1024));
-  CHECK_EQ(with({{"NODEMPI_CMA_MIN", "99999999999999999999999"}}).cma_min, size_t(64 * 1024));
+  t = with({{"NODEMPI_CMA_MIN", "64k"}});
+  CHECK_EQ(t.cma_min, size_t(64 * 1024));
+  CHECK_STR(t.errors, std::string("NODEMPI_CMA_MIN must be a whole number of bytes below 2^62, got \"64k\""));
+  CHECK(!error_of({{"NODEMPI_CMA_MIN", "99999999999999999999999"}}).empty());
 
   g_context = "NODEMPI_SLOT_KB";
   CHECK_EQ(with({{"NODEMPI_SLOT_KB", "4"}}).slot_kb, size_t(4));
   CHECK_EQ(with({{"NODEMPI_SLOT_KB", "65536"}}).slot_kb, size_t(65536));
-  CHECK_EQ(with({{"NODEMPI_SLOT_KB", "3"}}).slot_kb, size_t(0));
-  CHECK_EQ(with({{"NODEMPI_SLOT_KB", "65537"}}).slot_kb, size_t(0));
-  CHECK_EQ(with({{"NODEMPI_SLOT_KB", "-4"}}).slot_kb, size_t(0));
+  for (const char* bad : {"3", "65537", "-4", " 8", "8 "}) {
+    t = with({{"NODEMPI_SLOT_KB", bad}});
+    CHECK_EQ(t.slot_kb, size_t(0));
+    CHECK_STR(t.errors, "NODEMPI_SLOT_KB must be a whole number of KiB from 4 to 65536, got \"" + std::string(bad) + "\"");
+  }
 
   g_context = "NODEMPI_SPIN_US and NODEMPI_YIELD_US";
   CHECK_EQ(with({{"NODEMPI_SPIN_US", "0"}}).spin_us, 0u);
   CHECK_EQ(with({{"NODEMPI_SPIN_US", "3999999"}}).spin_us, 3999999u);
-  CHECK_EQ(with({{"NODEMPI_SPIN_US", "4000000"}}).spin_us, Tuning::kByJob);
-  CHECK_EQ(with({{"NODEMPI_YIELD_US", ""}}).yield_us, 2000u);
+  t = with({{"NODEMPI_SPIN_US", "4000000"}});
+  CHECK_EQ(t.spin_us, Tuning::kByJob);
+  CHECK_STR(t.errors, std::string("NODEMPI_SPIN_US must be a whole number of microseconds below 4000000, got \"4000000\""));
   CHECK_EQ(with({{"NODEMPI_YIELD_US", "10"}}).yield_us, 10u);
-  CHECK_EQ(with({{"NODEMPI_YIELD_US", "1e3"}}).yield_us, 2000u);
+  t = with({{"NODEMPI_YIELD_US", "1e3"}});
+  CHECK_EQ(t.yield_us, 2000u);
+  CHECK_STR(t.errors, std::string("NODEMPI_YIELD_US must be a whole number of microseconds below 4000000, got \"1e3\""));
 
-  g_context = "NODEMPI_CHECK_SAME";
-  CHECK(with({}).check_same);
+  g_context = "NODEMPI_CHECK_SAME and NODEMPI_HUGE_PAGES";
   CHECK(!with({{"NODEMPI_CHECK_SAME", "0"}}).check_same);
   CHECK(with({{"NODEMPI_CHECK_SAME", "1"}}).check_same);
-  CHECK(with({{"NODEMPI_CHECK_SAME", "no"}}).check_same);
+  // "false" is the trap this refusal closes: read as "not 0", it meant on.
+  t = with({{"NODEMPI_CHECK_SAME", "false"}});
+  CHECK(t.check_same);
+  CHECK_STR(t.errors, std::string("NODEMPI_CHECK_SAME must be \"0\" or \"1\", got \"false\""));
+  CHECK(!with({{"NODEMPI_HUGE_PAGES", "0"}}).huge_pages);
+  CHECK(with({{"NODEMPI_HUGE_PAGES", "1"}}).huge_pages);
+  CHECK_STR(error_of({{"NODEMPI_HUGE_PAGES", "off"}}), std::string("NODEMPI_HUGE_PAGES must be \"0\" or \"1\", got \"off\""));
+
+  g_context = "NODEMPI_MPI_PERSISTENT";
+  CHECK(with({{"NODEMPI_MPI_PERSISTENT", "emulate"}}).emulate_persistent);
+  t = with({{"NODEMPI_MPI_PERSISTENT", "1"}});
+  CHECK(!t.emulate_persistent);
+  CHECK_STR(t.errors, std::string("NODEMPI_MPI_PERSISTENT must be \"emulate\", got \"1\""));
 
   g_context = "NODEMPI_KERNELS";
   CHECK(with({{"NODEMPI_KERNELS", "auto"}}).kernels.empty());
   CHECK(with({{"NODEMPI_KERNELS", "scalar"}}).kernels == "scalar");
+  // Another architecture's table is a name, not an error: dispatch falls back.
+  t = with({{"NODEMPI_KERNELS", "neon"}});
+  CHECK(t.kernels == "neon" && t.errors.empty());
+  t = with({{"NODEMPI_KERNELS", "sse"}});
+  CHECK(t.kernels.empty());
+  CHECK_STR(t.errors, std::string("NODEMPI_KERNELS must be \"auto\" or a kernel table (avx512, avx2, neon, scalar), got \"sse\""));
 
   g_context = "NODEMPI_ALGO";
   t = with({{"NODEMPI_ALGO", "scan:direct,gather:ring"}});
   CHECK_ALGO(t.algo.kind[SCAN], Algo::DIRECT);
   CHECK_ALGO(t.algo.kind[GATHER], Algo::AUTO);
-  CHECK(t.algo_errors == "'gather:ring' names no algorithm of gather (flat, direct or auto)");
+  CHECK_STR(t.errors, std::string("NODEMPI_ALGO: 'gather:ring' names no algorithm of gather (flat, direct or auto)"));
+
+  g_context = "several errors, quoted";
+  CHECK_STR(error_of({{"NODEMPI_CMA", "a\"b\\c\n"}, {"NODEMPI_SPIN_US", "x"}}),
+           std::string("NODEMPI_CMA must be \"0\", \"1\", \"fallback\" or \"refuse\", got \"a\\\"b\\\\c\\x0a\"; ") +
+               "NODEMPI_SPIN_US must be a whole number of microseconds below 4000000, got \"x\"");
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // Picks the kernel table for this CPU and answers lookup(). The choice is
 // made once, at first use:
 //   1. NODEMPI_KERNELS=scalar|avx2|avx512|neon|auto, if set, names a table;
-//      a name the CPU cannot run (or does not know) falls back to auto with
-//      a one-line warning, so a forced setting never crashes on older CPUs.
+//      a table the CPU cannot run (or this build for another architecture
+//      does not have) falls back to auto with a one-line warning, so a
+//      setting shared by a job's hosts never crashes on older CPUs. A name
+//      of no table at all is refused at init (core/tuning.cc).
 //   2. auto: the widest table whose instructions the CPU (and OS) support.
 //   3. select_isa() may switch tables later (tests compare them all).
 // The active table is one atomic pointer, so lookup() from any thread costs
@@ -12,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 
 #include "core/kernels/kernels.h"
 #include "core/kernels/table.h"
@@ -55,6 +58,10 @@ constexpr Isa kIsas[] = {
     {"scalar", scalar_table, always},
 };
 
+// Every table's name, on any architecture: a job's hosts share one
+// environment, and a name that only another host's CPU has is not a typo.
+constexpr const char* kAllNames[] = {"avx512", "avx2", "neon", "scalar"};
+
 const Isa* best() {
   for (const Isa& isa : kIsas) {
     if (isa.supported()) return &isa;
@@ -81,7 +88,7 @@ void init_from_env() {
       chosen = wanted;
     } else {
       std::fprintf(stderr, "nodempi: NODEMPI_KERNELS=%s is %s; using the %s kernels\n", env,
-                   wanted == nullptr ? "not a known kernel table" : "not supported by this CPU",
+                   wanted == nullptr ? "not built for this architecture" : "not supported by this CPU",
                    chosen->name);
     }
   }
@@ -96,6 +103,23 @@ const Isa* active() {
 }
 
 }  // namespace
+
+bool known_table(const char* name) {
+  if (std::strcmp(name, "auto") == 0) return true;
+  for (const char* known : kAllNames) {
+    if (std::strcmp(name, known) == 0) return true;
+  }
+  return false;
+}
+
+const char* table_names() {
+  static const std::string names = [] {
+    std::string out;
+    for (const char* known : kAllNames) out += (out.empty() ? "" : ", ") + std::string(known);
+    return out;
+  }();
+  return names.c_str();
+}
 
 ReduceFn lookup(OpId op, TypeId type) {
   // The ids arrive from JS; out-of-range values are "no such reduction".

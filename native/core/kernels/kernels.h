@@ -51,6 +51,12 @@ const char* type_name(TypeId type);
 // Which table is active: "scalar", "avx2", "avx512" (or "neon").
 const char* active_isa();
 
+// Whether `name` is "auto" or the name of a table on some architecture
+// (NODEMPI_KERNELS's values; this build may lack it), and those names for
+// messages.
+bool known_table(const char* name);
+const char* table_names();
+
 // Force a table by name ("scalar", "avx2", "avx512", "auto"); returns false
 // if the CPU cannot run it. NODEMPI_KERNELS=scalar in the environment does the
 // same at start-up.

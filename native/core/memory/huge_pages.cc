@@ -13,6 +13,8 @@
 #include <sys/mman.h>
 #endif
 
+#include "core/tuning.h"
+
 namespace nodempi::memory {
 
 namespace {
@@ -44,8 +46,7 @@ bool collapse(void* at, size_t n) {
 // MADV_COLLAPSE would make some anyway.
 bool huge_pages_on() {
   static const bool on = [] {
-    const char* v = std::getenv("NODEMPI_HUGE_PAGES");
-    if (v && std::strcmp(v, "0") == 0) return false;
+    if (!tuning().huge_pages) return false;
     std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
     if (!f) return false;
     char mode[128] = {};

@@ -19,6 +19,7 @@
 #include "core/mpi/abi.h"
 #include "core/mpi/api.h"
 #include "core/mpi/pmi.h"
+#include "core/tuning.h"
 
 namespace nodempi::mpi {
 
@@ -1292,11 +1293,7 @@ class Library final : public Mpi {
   // NODEMPI_MPI_PERSISTENT=emulate, and on the MPICH ABI, whose persistent
   // collectives deliver wrong data up to MPICH 4.2 (a gather's root misses
   // blocks: pmodels/mpich#7078; on intercommunicators nothing arrives).
-  bool emulate_persistent(int) const { return emulate_persistent_ || std::strcmp(A::kName, "MPICH") == 0; }
-  const bool emulate_persistent_ = [] {
-    const char* v = std::getenv("NODEMPI_MPI_PERSISTENT");
-    return v && std::strcmp(v, "emulate") == 0;
-  }();
+  bool emulate_persistent(int) const { return tuning().emulate_persistent || std::strcmp(A::kName, "MPICH") == 0; }
   // Per predefined op and basic type: kNative, kReplace (not made yet), or
   // the handle of the kernel-backed op.
   static constexpr int kNative = -1, kReplace = -2;
