@@ -475,7 +475,7 @@ async function main() {
       start: ({ fields }) => {
         const [cmd, args] = jobCommand(fields, sweepOf(fields.np), ctx);
         return runJob(`bench: ${fields.impl}${fields.mpi ? ` on ${LIBS[fields.mpi].name}` : ''} np=${fields.np}`, cmd, args, env,
-          JOB_TIMEOUT_S, { check: (points) => checkPoints(points, fields.np, expected) });
+          JOB_TIMEOUT_S, { check: (points) => checkPoints(points, fields.np, expected), points: expected });
       },
       keepGoing: (job, e) => {
         console.error(`\n${e.message}\n`);

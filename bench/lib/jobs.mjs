@@ -229,10 +229,16 @@ function childCpuSeconds(times) {
  *
  * more: { check(points) -> string | null; shown: the command as the error
  * message shows it (default `cmd args`); stderr: 'inherit' to let the job
- * write to ours as it runs (then it is not searched for WRONG RESULT) }.
+ * write to ours as it runs (then it is not searched for WRONG RESULT);
+ * points: how many JSON lines make the job's whole output, and exitS: how
+ * long it may take to end after the last of them (default 30 s) before it is
+ * killed and counted as hung at exit: its points are kept (each was checked
+ * as it ran) and `hungAtExit` is set. MPICH 4.0 over UCX's TCP can hang in
+ * MPI_Finalize (README "Across machines"), which would otherwise cost the
+ * whole timeout. }
  * Resolves with { points, seconds, cpuS, extCores } rounded to 2 decimals,
- * `exact` with the unrounded seconds and extCores, `stdout` and `stderr`. A
- * rejection carries `points`, `stdout`, `code` and `signal`.
+ * `exact` with the unrounded seconds and extCores, `stdout`, `stderr` and
+ * `hungAtExit`. A rejection carries `points`, `stdout`, `code` and `signal`.
  */
 export function runJob(label, cmd, args, env, timeoutS = 600, more = {}) {
   killOnSignal();
@@ -245,7 +251,16 @@ export function runJob(label, cmd, args, env, timeoutS = 600, more = {}) {
       { cwd: ROOT, env, stdio: ['ignore', 'pipe', more.stderr === 'inherit' ? 'inherit' : 'pipe', 'pipe'], detached: true });
     running.add(child);
     let out = '', err = '', times = '';
-    child.stdout.on('data', (d) => { out += d; });
+    let exitLimit = null, hungAtExit = false;
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (more.points === undefined || exitLimit) return;
+      if (out.split('\n').filter((l) => l.startsWith('{') && l.endsWith('}')).length < more.points) return;
+      exitLimit = setTimeout(() => {
+        hungAtExit = true;
+        try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
+      }, (more.exitS ?? 30) * 1000);
+    });
     child.stderr?.on('data', (d) => { err += d; });
     child.stdio[3].on('data', (d) => { times += d; });
     let timedOut = '';
@@ -256,6 +271,7 @@ export function runJob(label, cmd, args, env, timeoutS = 600, more = {}) {
     child.on('error', (e) => { clearTimeout(limit); running.delete(child); reject(new Error(`${label}: cannot start ${cmd}: ${e.message}`)); });
     child.on('close', (code, signal) => {
       clearTimeout(limit);
+      clearTimeout(exitLimit);
       running.delete(child);
       const seconds = (performance.now() - t0) / 1000;
       const cpu = childCpuSeconds(times);
@@ -273,9 +289,10 @@ export function runJob(label, cmd, args, env, timeoutS = 600, more = {}) {
         try { points.push(JSON.parse(line)); } catch { /* not ours */ }
       }
       if (timedOut) err += `\n${timedOut}\n`;
+      if (hungAtExit) log(`${label}: every point printed, then no exit within ${more.exitS ?? 30} s; killed, its points kept`);
       const wrong = /WRONG RESULT/.test(err);
       const problem = more.check?.(points) ?? null;
-      if (code !== 0 || signal || wrong || problem) {
+      if (((code !== 0 || signal) && !hungAtExit) || wrong || problem) {
         const e = new Error(`${label} failed (exit ${signal || code})${wrong ? ': a WRONG RESULT' : ''}${problem ? `: ${problem}` : ''}\n` +
           `--- command: ${shown}\n--- stderr:\n${err.trim()}\n--- stdout (last lines):\n${out.trim().split('\n').slice(-5).join('\n')}`);
         // not enumerable, so an uncaught failure prints its message, not the job's whole output
@@ -284,7 +301,7 @@ export function runJob(label, cmd, args, env, timeoutS = 600, more = {}) {
         return;
       }
       resolve({ points, seconds: +seconds.toFixed(2), cpuS: cpu, extCores: extCores === null ? null : +extCores.toFixed(2),
-        exact: { seconds, extCores }, stdout: out, stderr: err.trim() });
+        exact: { seconds, extCores }, stdout: out, stderr: err.trim(), hungAtExit });
     });
   });
 }
