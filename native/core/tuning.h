@@ -29,8 +29,9 @@ struct Tuning {
   uint32_t spin_us = kByJob;
   // NODEMPI_YIELD_US: microseconds it then yields before sleeping, below 4 s.
   uint32_t yield_us = 2000;
-  // NODEMPI_KERNELS: a kernel table's name; empty for the widest the CPU
-  // runs. kernels/dispatch.cc checks the name against its tables.
+  // NODEMPI_KERNELS: a kernel table's name on some architecture
+  // (kernels::known_table); empty for the widest the CPU runs.
+  // kernels/dispatch.cc falls back where this build or CPU lacks it.
   std::string kernels;
   // NODEMPI_CHECK_SAME=0: the root of a bcast or scatter does not wait to
   // see that the others called the same (coll/bcast.cc, coll/scatter.cc),
