@@ -49,8 +49,9 @@ export function ensureInit(): void {
     if (finalized) throw new MPIError('ERR_OTHER', 'MPI has been finalized; no MPI call may follow finalize()');
     return;
   }
-  const choice = chooseBackend();
+  // Every bad setting in one error, NODEMPI_BACKEND's among them.
   refuseBadSettings('init', process.env, native.settingsErrors());
+  const choice = chooseBackend();
   if (choice.backend === 'mpi') setBackend(mpi);
   const job = active.runtime.init();
   const seen = choice.backend === 'shm' && process.env.NODEMPI_SIZE === undefined ? detectLauncher(process.env) : null;

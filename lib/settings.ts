@@ -1,12 +1,12 @@
 /**
  * The NODEMPI_* settings are checked before anything uses them: a value
  * that does not parse is refused with ERR_ARG naming the variable, by init
- * in every rank and by the launcher before it starts any, instead of being
- * read as the default (or, worse, as something else: NODEMPI_CHECK_SAME=false
- * meant "on"). An empty value is the same as unset. The core checks the
- * settings it reads (native/core/tuning.h, `settingsErrors`); this file
- * holds the ones only this layer reads, and no import with side effects, so
- * that lib/backends/choose.ts can use it.
+ * in every rank and by the launcher before it starts any, rather than read
+ * as the default or as something else (NODEMPI_CHECK_SAME=false is not "0",
+ * so a lenient reader takes it for on). An empty value is the same as
+ * unset. The core checks the settings it reads (native/core/tuning.h,
+ * `settingsErrors`); this file holds the ones only this layer reads, and no
+ * import with side effects, so that lib/backends/choose.ts can use it.
  */
 import { MPIError } from './errors.js';
 

@@ -57,9 +57,10 @@ describe('a NODEMPI_* value that does not parse', () => {
   });
 
   it('several at once are named together, in one error', async () => {
-    const r = await runSingleton(rankScript, [], { env: { NODEMPI_HOLD: 'x', NODEMPI_SPIN_US: 'y', NODEMPI_CHECK_SAME: 'z' } });
+    const r = await runSingleton(rankScript, [], { env: { NODEMPI_BACKEND: 'w', NODEMPI_HOLD: 'x', NODEMPI_SPIN_US: 'y', NODEMPI_CHECK_SAME: 'z' } });
     expect(r.status, explain(r)).toBe(1);
-    expect(r.stderr, explain(r)).toContain(`MPIError: barrier: ${refusal('NODEMPI_HOLD', 'x', '"mark" or "copy"')}; ` +
+    expect(r.stderr, explain(r)).toContain(`MPIError: barrier: ${refusal('NODEMPI_BACKEND', 'w', '"shm" or "mpi"')}; ` +
+      `${refusal('NODEMPI_HOLD', 'x', '"mark" or "copy"')}; ` +
       `${refusal('NODEMPI_SPIN_US', 'y', NUMBER_US)}; ${refusal('NODEMPI_CHECK_SAME', 'z', '"0" or "1"')}`);
   });
 
