@@ -57,13 +57,17 @@ class Reader {
   }
 
   // The index of `name`'s value in `choices` (nullptr-terminated), -1 when
-  // unset; an error and -1 when it is none of them.
-  int choice(const char* name, const char* const* choices, const char* expected) const {
+  // unset; an error naming the choices ("\"0\", \"1\" or \"2\"", as
+  // lib/settings.ts words them) and -1 when it is none of them.
+  int choice(const char* name, const char* const* choices) const {
     const char* v = (*this)(name);
     if (!v) return -1;
-    for (int i = 0; choices[i]; ++i) {
-      if (std::strcmp(v, choices[i]) == 0) return i;
+    int n = 0;
+    for (; choices[n]; ++n) {
+      if (std::strcmp(v, choices[n]) == 0) return n;
     }
+    std::string expected;
+    for (int i = 0; i < n; ++i) expected += (i == 0 ? "" : i + 1 < n ? ", " : " or ") + quoted(choices[i]);
     complain(name, expected, v);
     return -1;
   }
@@ -102,7 +106,7 @@ Tuning Tuning::from(const std::function<const char*(const char*)>& get) {
   Tuning t;
   const Reader env(get, &t.errors);
   static const char* const kCma[] = {"0", "1", "fallback", "refuse", nullptr};
-  const int cma = env.choice("NODEMPI_CMA", kCma, "\"0\", \"1\", \"fallback\" or \"refuse\"");
+  const int cma = env.choice("NODEMPI_CMA", kCma);
   if (cma >= 0) t.cma = cma;
   t.cma_min = size_t(env.whole("NODEMPI_CMA_MIN", 0, uint64_t(1) << 62, t.cma_min, "a whole number of bytes below 2^62"));
   t.slot_kb = size_t(env.whole("NODEMPI_SLOT_KB", 4, 64 * 1024 + 1, 0, "a whole number of KiB from 4 to 65536"));
@@ -116,10 +120,10 @@ Tuning Tuning::from(const std::function<const char*(const char*)>& get) {
     }
   }
   static const char* const kOffOn[] = {"0", "1", nullptr};
-  t.check_same = env.choice("NODEMPI_CHECK_SAME", kOffOn, "\"0\" or \"1\"") != 0;
-  t.huge_pages = env.choice("NODEMPI_HUGE_PAGES", kOffOn, "\"0\" or \"1\"") != 0;
+  t.check_same = env.choice("NODEMPI_CHECK_SAME", kOffOn) != 0;
+  t.huge_pages = env.choice("NODEMPI_HUGE_PAGES", kOffOn) != 0;
   static const char* const kPersistent[] = {"emulate", nullptr};
-  t.emulate_persistent = env.choice("NODEMPI_MPI_PERSISTENT", kPersistent, "\"emulate\"") == 0;
+  t.emulate_persistent = env.choice("NODEMPI_MPI_PERSISTENT", kPersistent) == 0;
   std::string algo_errors;
   t.algo = coll::parse_forced_algos(env("NODEMPI_ALGO"), &algo_errors);
   if (!algo_errors.empty()) {
