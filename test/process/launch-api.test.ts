@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { type JobResult, explain, root, start } from '../helpers/job.js';
-import { leakedSegments, processFixtures, rankLines, rankPids, reap, scratch, shmNames, survivors } from './util.js';
+import { ENDS_WITHIN_MS, leakedSegments, processFixtures, rankLines, rankPids, reap, scratch, shmNames, survivors } from './util.js';
 
 interface Result {
   exitCodes: number[];
@@ -68,7 +68,7 @@ describe.each(['process', 'thread'] as const)('launch() in %s mode', (mode) => {
     expect(result.failedRank).toBe(2);
     expect(result.exitCodes[2]).toBe(5);
     expect(rankLines(run.stderr)).toEqual(['nodempi: rank 2 called abort and exited with code 5; ending the job']);
-    expect(run.ms).toBeLessThan(5000);
+    expect(run.ms).toBeLessThan(ENDS_WITHIN_MS);
   });
 
   test('abort(0) still ends the others (MPI passes the code 0 on as the status)', async () => {
@@ -78,7 +78,7 @@ describe.each(['process', 'thread'] as const)('launch() in %s mode', (mode) => {
     expect(result.failedRank, explain(run)).toBe(1);
     expect(result.exitCodes[1]).toBe(0);
     expect(result.status).toBe(0);
-    expect(run.ms).toBeLessThan(5000);
+    expect(run.ms).toBeLessThan(ENDS_WITHIN_MS);
     expect(rankLines(run.stderr)).toEqual(['nodempi: rank 1 called abort and exited with code 0; ending the job']);
   });
 
@@ -88,7 +88,7 @@ describe.each(['process', 'thread'] as const)('launch() in %s mode', (mode) => {
     });
     expect(result.timedOut, explain(run)).toBe(true);
     expect(result.status).toBe(124);
-    expect(run.ms).toBeLessThan(5000);
+    expect(run.ms).toBeLessThan(ENDS_WITHIN_MS);
   });
 
   test.each(['coll.mjs', 'plain.mjs'])('ten jobs of %s in a row leak no descriptor', async (script) => {

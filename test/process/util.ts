@@ -17,6 +17,16 @@ export function rankJob(np: number, args: string[], opts: StartOptions & { launc
   return nodempi(['-n', String(np), ...(opts.launcher ?? []), rankScript, ...args], opts);
 }
 
+/**
+ * How soon a job must end once its launcher has cause to end it (an abort,
+ * --timeout, a finished job's background leftovers), counted from its
+ * start. The ranks these tests leave waiting would run on for 37-60 s, so
+ * this still tells "ended" from "ran on", with room for a machine whose
+ * two cores other test files keep busy: there, starting three Node
+ * processes alone can take seconds.
+ */
+export const ENDS_WITHIN_MS = 20_000;
+
 /** The launcher's own lines naming a rank. */
 export function rankLines(stderr: string): string[] {
   return stderr.split('\n').filter((l) => /^nodempi: rank \d+ /.test(l));
