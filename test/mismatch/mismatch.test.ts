@@ -23,6 +23,17 @@ describe('collective mismatch detection', () => {
       expectPassed(await runJob(np, 'mismatch/untouched.mjs'), { name: 'untouched', np });
     });
   }
+  // A receive block smaller than its message: ERR_TRUNCATE where it is,
+  // nothing past any block, and one larger: the rest left alone. Small
+  // blocks move in one slot phase, 3000 doubles in several, 40000 by a
+  // single copy.
+  for (const np of worldSizes.filter((np) => np > 1)) {
+    it(`fails a v-collective's receive block too small on its rank alone, at np=${np}`, async () => {
+      for (const items of ['2', '3000', '40000']) {
+        expectPassed(await runJob(np, 'mismatch/vsizes.mjs', [items]), { name: 'v sizes', np });
+      }
+    });
+  }
 });
 
 describe('NODEMPI_CHECK_SAME=0', () => {

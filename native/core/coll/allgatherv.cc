@@ -11,11 +11,13 @@ namespace nodempi::coll {
 // allgatherv_direct (large blocks, direct.h): every rank reads each peer's
 // block from where that peer keeps it, never more than the peer said it
 // sends nor more than the block holds.
-// allgatherv_flat: every rank knows every count (MPI requires the same
-// recvcounts everywhere), so all compute the same number of phases; then as
-// allgather: each rank fills its half with its next chunk and posts, and
-// copies each peer's chunk into that peer's block. IN_PLACE reads this
-// rank's block from recv.
+// allgatherv_flat: as allgather, each rank fills its half with its next
+// chunk and posts, and copies each peer's chunk into that peer's block,
+// never more than the peer sends nor more than the block holds. MPI
+// requires the same recvcounts everywhere, but a rank whose counts differ
+// must not make the others lose or invent bytes: each rank states in its
+// first header what it sends and the phases its counts need, and all run
+// the most any rank needs. IN_PLACE reads this rank's block from recv.
 void allgatherv(Context& c, const void* send, size_t send_bytes, void* recv, const size_t* recv_bytes,
                 const size_t* recv_displs) {
   Round round(c);
@@ -61,6 +63,8 @@ void allgatherv(Context& c, const void* send, size_t send_bytes, void* recv, con
     }
   }
   if (mine) c.hold_slot();
+  uint64_t sent[transport::kMaxRanks];
+  size_t truncated_from = SIZE_MAX;
   for (size_t k = 0; k < phases; ++k) {
     size_t off = k * chunk;
     const bool first = k == 0 && !d.signed_();
@@ -68,16 +72,28 @@ void allgatherv(Context& c, const void* send, size_t send_bytes, void* recv, con
     if (!first) c.acquire_slot(s, "allgatherv");
     size_t len = mine > off ? std::min(chunk, mine - off) : 0;
     if (len) c.publish(c.slot(me, s), in + off, len);
+    if (k == 0) {
+      c.header(me, s)->phases = phases;
+      c.header(me, s)->bytes = mine;
+    }
     c.post(s);
     if (first) c.agree(s, "allgatherv");
     for (uint32_t i = 1; i < n; ++i) {
       uint32_t r = (me + i) % n;
       c.wait(r, s, "allgatherv");
-      size_t got = recv_bytes[r] > off ? std::min(chunk, recv_bytes[r] - off) : 0;
+      if (k == 0) {
+        const SlotHeader* h = c.header(r, s);
+        phases = std::max<uint64_t>(phases, h->phases);
+        sent[r] = h->bytes;
+        if (sent[r] > recv_bytes[r] && truncated_from == SIZE_MAX) truncated_from = r;
+      }
+      const size_t end = std::min<uint64_t>(sent[r], recv_bytes[r]);
+      size_t got = end > off ? std::min(chunk, end - off) : 0;
       if (got) std::memcpy(out + recv_displs[r] + off, c.slot(r, s), got);
     }
   }
   own();
+  if (truncated_from != SIZE_MAX) throw_truncated("allgatherv", uint32_t(truncated_from), sent[truncated_from], recv_bytes[truncated_from]);
 }
 
 }  // namespace nodempi::coll
