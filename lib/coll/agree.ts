@@ -10,7 +10,9 @@
  * ERR_NOT_SAME, worded as shm's, when any rank differs in what MPI
  * requires to be the same: the collective, the root, the op, the
  * reduction's basic type, or the bytes of one message where every rank
- * sends or receives as many. Nonblocking and persistent calls are not
+ * sends or receives as many. A v-collective's messages are compared with
+ * their receive blocks pair by pair as well (lib/coll/mpi.ts,
+ * comparePairs). Nonblocking and persistent calls are not
  * checked: a blocking exchange at their start would make them wait for
  * the other ranks.
  */

@@ -273,6 +273,7 @@ function clear(): void {
   sig.op = -1;
   sig.type = 0;
   sig.bytes = -1;
+  pairs = null;
 }
 
 // ---- Mismatch detection (lib/coll/agree.ts) ------------------------------------
@@ -282,6 +283,15 @@ export const CHECK = process.env.NODEMPI_CHECK_SAME === '1';
 // This call's signature, filled by moving() and reducing().
 const sig: Signature = { kind: '', root: -1, op: -1, type: 0, bytes: -1 };
 const V_KINDS = new Set([Coll.GATHERV, Coll.SCATTERV, Coll.ALLGATHERV, Coll.ALLTOALLV, Coll.ALLTOALLW, Coll.REDUCE_SCATTER]);
+// A checked v-collective's messages pair by pair: the bytes this rank
+// sends each rank and the bytes its receive block for each holds (-1: no
+// such message). A block too small fails the library's call on its rank
+// alone, and Open MPI's and MPICH's algorithms then leave the others
+// waiting for the steps it never took, so the sizes are checked before it.
+// `exact`: the library forwards blocks through other ranks by their own
+// counts (allgatherv), so a block larger than its message is an error too.
+interface Pairs { out: Float64Array; in: Float64Array; exact: boolean }
+let pairs: Pairs | null = null;
 // An intercommunicator's groups compare signatures over a merged
 // communicator, made at its first checked collective.
 const merged = new Map<number, number>();
@@ -294,6 +304,7 @@ function agree(coll: Coll, c: Members): void {
   // v-collectives differ by design.
   sig.root = inter || !ROOTED.has(coll) ? -1 : block[K.ROOT]!;
   if (inter || V_KINDS.has(coll)) sig.bytes = -1;
+  const p = pairs;
   const saved = block.slice();
   const { h, n } = checkComm(c);
   const mine = new Float64Array(FIELDS), all = new Float64Array(FIELDS * n);
@@ -304,12 +315,63 @@ function agree(coll: Coll, c: Members): void {
   agreeing = true;
   try {
     run(Coll.ALLGATHER, { handle: h, rank: 0, size: n }, mine, all, Mode.BLOCKING);
+    compare(NAMES[coll]!, all, n);
+    if (p) comparePairs(NAMES[coll]!, { handle: h, rank: 0, size: n }, p);
   } finally {
     agreeing = false;
     block.set(saved);
   }
-  compare(NAMES[coll]!, all, n);
 }
+
+// Every rank throws ERR_TRUNCATE, naming the first rank with a receive
+// block smaller than what is sent to it, when any has one (ERR_NOT_SAME
+// for one larger where the sizes must be exact): an alltoall of the sizes
+// sent, then an allgather of each rank's first such block. (Elsewhere a
+// block larger than its message is no error, as on shm.)
+function comparePairs(call: string, c: Members, p: Pairs): void {
+  const n = c.size, incoming = new Float64Array(n);
+  clear();
+  block[K.SEND_COUNT] = block[K.RECV_COUNT] = 8;
+  block[K.SEND_BLOCKS] = block[K.RECV_BLOCKS] = n;
+  run(Coll.ALLTOALL, c, p.out, incoming, Mode.BLOCKING);
+  const mine = Float64Array.of(-1, 0, 0), all = new Float64Array(3 * n);
+  for (let q = 0; q < n; q++) {
+    if (p.in[q]! >= 0 && incoming[q]! >= 0 && (incoming[q]! > p.in[q]! || (p.exact && incoming[q] !== p.in[q]))) {
+      mine.set([q, incoming[q]!, p.in[q]!]);
+      break;
+    }
+  }
+  clear();
+  block[K.SEND_COUNT] = block[K.RECV_COUNT] = 8 * 3;
+  block[K.RECV_BLOCKS] = n;
+  run(Coll.ALLGATHER, c, mine, all, Mode.BLOCKING);
+  for (let r = 0; r < n; r++) {
+    const from = all[3 * r]!, sent = all[3 * r + 1]!, holds = all[3 * r + 2]!;
+    if (from < 0) continue;
+    fail(sent > holds ? 'ERR_TRUNCATE' : 'ERR_NOT_SAME', call, `rank ${r}'s receive block for rank ${from} holds ${holds} bytes, ` +
+      `but rank ${from} sends it ${sent}${sent > holds ? '' : ' (its blocks pass through other ranks, which must all count the same)'}`);
+  }
+}
+
+// The pairs of a blocking v-collective on an intracommunicator when the
+// check is on, for its method to fill; null otherwise.
+function pairsOf(c: Members, mode: Mode, exact = false): Pairs | null {
+  if (!CHECK || mode !== Mode.BLOCKING) return null;
+  return (pairs = { out: new Float64Array(c.size).fill(-1), in: new Float64Array(c.size).fill(-1), exact });
+}
+
+// An all-to-all's pairs: block q of each side.
+function pairsAll(c: Members, send: ResolvedV, recv: ResolvedV, mode: Mode): void {
+  const p = pairsOf(c, mode);
+  for (let q = 0; p && q < c.size; q++) {
+    p.out[q] = blockBytes(send, q);
+    p.in[q] = blockBytes(recv, q);
+  }
+}
+
+// Signature bytes (what MPI matches) of a message and of a v-message's block.
+const messageBytes = (m: Resolved): number => m.count * m.type.size;
+const blockBytes = (v: ResolvedV, r: number): number => v.counts[r]! * v.types[v.types.length === 1 ? 0 : r]!.size;
 
 // The intracommunicator to agree over: `c` itself, or an
 // intercommunicator's groups merged (made at its first use, a collective
@@ -413,6 +475,11 @@ const intra: IntraCollectives = {
   gatherv(c, send, recv, root, mode) {
     clear();
     block[K.ROOT] = root;
+    const p = pairsOf(c, mode);
+    if (p) {
+      if (send) p.out[root] = messageBytes(send);
+      for (let q = 0; recv && q < c.size; q++) if (send || q !== c.rank) p.in[q] = blockBytes(recv, q);
+    }
     const s = send && moving(send, K.SEND_COUNT, 1, 'gatherv');
     if (recv === null) return run(Coll.GATHERV, c, s, null, mode);
     const lists = vLists(recv, L.RECV_COUNTS, 'gatherv', false);
@@ -423,6 +490,11 @@ const intra: IntraCollectives = {
   scatterv(c, send, recv, root, mode) {
     clear();
     block[K.ROOT] = root;
+    const p = pairsOf(c, mode);
+    if (p) {
+      if (recv) p.in[root] = messageBytes(recv);
+      for (let q = 0; send && q < c.size; q++) if (recv || q !== c.rank) p.out[q] = blockBytes(send, q);
+    }
     const r = recv && moving(recv, K.RECV_COUNT, 1, 'scatterv');
     if (send === null) return run(Coll.SCATTERV, c, null, r, mode);
     const lists = vLists(send, L.SEND_COUNTS, 'scatterv', false);
@@ -432,6 +504,16 @@ const intra: IntraCollectives = {
 
   allgatherv(c, send, recv, mode) {
     clear();
+    const p = pairsOf(c, mode, true);
+    if (p) {
+      const mine = send ? messageBytes(send) : blockBytes(recv, c.rank);
+      for (let q = 0; q < c.size; q++) {
+        if (send || q !== c.rank) {
+          p.out[q] = mine;
+          p.in[q] = blockBytes(recv, q);
+        }
+      }
+    }
     // Always packed bytes: Open MPI 4.1 picks its allgatherv algorithm from
     // the send type's size times the receive counts, so ranks whose send
     // and receive types differ in size (a derived type on one side) pick
@@ -454,6 +536,7 @@ const intra: IntraCollectives = {
   alltoallv(c, send, recv, mode) {
     clear();
     const s = send ?? sendCopy(recv);
+    pairsAll(c, s, recv, mode);
     const lists = vLists(recv, L.RECV_COUNTS, 'alltoallv', false) | vLists(s, L.SEND_COUNTS, 'alltoallv', false);
     block[K.RECV_TYPE] = vType(recv);
     block[K.SEND_TYPE] = vType(s);
@@ -463,6 +546,7 @@ const intra: IntraCollectives = {
   alltoallw(c, send, recv, mode) {
     clear();
     const s = send ?? sendCopy(recv);
+    pairsAll(c, s, recv, mode);
     const lists = vLists(recv, L.RECV_COUNTS, 'alltoallw', true) | vLists(s, L.SEND_COUNTS, 'alltoallw', true);
     // Open MPI 4.1's blocking MPI_Alltoallw on one rank (coll/self) scales
     // the byte displacements by the datatype's extent.

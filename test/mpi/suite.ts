@@ -90,6 +90,11 @@ const entries: Entry[] = [
   { script: 'mpi/huge-pages.mjs', args: ['off'], name: 'huge pages off', env: { NODEMPI_HUGE_PAGES: '0' } },
   // Mismatch detection, opt-in here.
   { script: 'mismatch/mismatch.mjs', name: 'mismatch', env: { NODEMPI_CHECK_SAME: '1' }, sizes: [2, 3, 4] },
+  // v-collectives whose receive blocks disagree with their messages: every
+  // rank throws instead of waiting for a rank the library failed.
+  ...['2', '3000'].map((k) => ({ script: 'mismatch/vsizes.mjs', args: [k], name: 'v sizes', env: { NODEMPI_CHECK_SAME: '1' }, sizes: [2, 3, 4] })),
+  // And every v-collective that is right passes the check.
+  { script: 'vector-coll/v-variants.mjs', args: ['1'], name: 'vcoll', env: { NODEMPI_CHECK_SAME: '1' } },
   // No block at displacement 0, one rank's included: MPICH 4.0's allgatherv
   // and Open MPI 4.1's alltoallw on one rank get them wrong (lib/coll/mpi.ts).
   { script: 'vector-coll/displacements.mjs', name: 'vcoll displacements' },
