@@ -599,6 +599,17 @@ const intra: IntraCollectives = {
 // nonblocking intercommunicator collectives lose step with the other
 // ranks and the next one hangs. (MPI ignores these arguments there.)
 const IDLE = new Uint8Array(1);
+// For the same reason an empty reduction travels as one byte: Open MPI
+// 4.1's MPI_Ireduce on an intercommunicator returns at once where the count
+// is 0, so a root and senders with nothing to reduce lost step with the
+// ranks passing IDLE. The root receives that byte here; what it holds is
+// never read.
+const SINK = new Uint8Array(1);
+function oneByte(side: K.SEND_COUNT | K.RECV_COUNT): void {
+  block[side] = 1;
+  block[side + 1] = BasicType.I8;
+  block[K.OP] = Op.SUM.id;
+}
 function rootArg(root: InterRoot): number {
   if (root.role === 'none') {
     block[K.SEND_COUNT] = block[K.RECV_COUNT] = 1;
@@ -716,10 +727,17 @@ const inter: InterCollectives = {
       sig.op = op.id < 0 ? USER_OP : op.id;
       return run(Coll.REDUCE, c, IDLE, IDLE, mode);
     }
-    if (root.role === 'root') return run(Coll.REDUCE, c, null, reducing(recv!, 'recv', op, 'reduce'), mode);
+    if (root.role === 'root') {
+      const r = reducing(recv!, 'recv', op, 'reduce');
+      if (block[K.RECV_COUNT] !== 0) return run(Coll.REDUCE, c, null, r, mode);
+      oneByte(K.RECV_COUNT);
+      return run(Coll.REDUCE, c, null, SINK, mode);
+    }
     const s = reducing(send!, 'send', op, 'reduce');
+    const empty = block[K.SEND_COUNT] === 0;
+    if (empty) oneByte(K.SEND_COUNT);
     block[K.RECV_TYPE] = block[K.SEND_TYPE]!;
-    return run(Coll.REDUCE, c, s, null, mode);
+    return run(Coll.REDUCE, c, empty ? IDLE : s, null, mode);
   },
 
   allreduce(c, send, recv, op, mode) {

@@ -31,6 +31,12 @@ describe('intercommunicators', () => {
       expect(r.status, explain(r)).toBe(0);
     });
   }
+  for (const [layout, np] of [['block', 2], ['block', 3], ['interleaved', 4]] as [string, number][]) {
+    it(`every collective with empty messages (IC_SCALE=0): ${layout} np=${np}`, async () => {
+      const r = await job(np, layout, 'coll', 60, { IC_SCALE: '0' });
+      expect(r.status, explain(r)).toBe(0);
+    });
+  }
   for (const [layout, np] of [['block', 2], ['block', 3], ['block', 5], ['interleaved', 4]] as [string, number][]) {
     it(`rooted reduce with a non-commutative user op keeps the remote group's rank order: ${layout} np=${np}`, async () => {
       const r = await job(np, layout, 'userop', 30);

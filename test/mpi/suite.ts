@@ -74,6 +74,9 @@ const entries: Entry[] = [
     { script: 'comm/intercomm.mjs', args: ['block', part], name: `intercomm block ${part}`, sizes: [2, 3, 4] },
     { script: 'comm/intercomm.mjs', args: ['interleaved', part], name: `intercomm interleaved ${part}`, sizes: [3, 4] },
   ]),
+  // Empty messages, where Open MPI 4.1's nonblocking intercommunicator
+  // reduce lost step (lib/coll/mpi.ts, SINK).
+  { script: 'comm/intercomm.mjs', args: ['block', 'coll'], name: 'intercomm block coll', env: { IC_SCALE: '0' }, sizes: [2, 3, 4] },
   // MPI_THREAD_SINGLE (NODEMPI_MPI_THREAD_LEVEL=single): blocking,
   // nonblocking and point-to-point, at 2 and 3 ranks (what the thread level
   // changes does not depend on the world's size).
