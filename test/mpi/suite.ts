@@ -62,6 +62,10 @@ const entries: Entry[] = [
   { script: 'nonblocking/requests.mjs', name: 'request lists' },
   { script: 'nonblocking/persistent.mjs', args: ['200'], name: 'persistent' },
   { script: 'nonblocking/persistent.mjs', args: ['50'], name: 'persistent', env: { NODEMPI_MPI_PERSISTENT: 'emulate' } },
+  // A round that fails, then another start: the library's own request
+  // refuses it with a message, the emulated one runs it.
+  { script: 'mpi/persistent-failed.mjs', name: 'persistent failed', sizes: [2, 3] },
+  { script: 'mpi/persistent-failed.mjs', name: 'persistent failed', env: { NODEMPI_MPI_PERSISTENT: 'emulate' }, sizes: [2, 3] },
   { script: 'nonblocking/userop.mjs', name: 'nonblocking user ops' },
   { script: 'nonblocking/many.mjs', args: ['320'], name: 'many outstanding' },
   { script: 'nonblocking/ordering.mjs', name: 'ordering' },

@@ -249,6 +249,7 @@ class Library final : public Mpi {
     bool native = false;      // the library's own persistent request (else restarted as nonblocking)
     bool made = false;        // that request exists (made at the first start)
     bool active = false;
+    bool failed = false;      // its last round ended with the library's error
     std::vector<Datatype> w_types;  // alltoallw's, in the library's handles (read until completion)
     // An irecv's capacity (for the truncation message); an improbe's
     // communicator, source and tag (it has no MPI request: it is tried anew).
@@ -700,7 +701,16 @@ class Library final : public Mpi {
       }
     }
     if (p.native) {
-      check(api_.Start(&p.request), "PersistentRequest.start");
+      // Open MPI 4.1 will not start its persistent collective again once a
+      // round has failed; nothing but the message can change that, since
+      // making a new request is collective.
+      int rc = api_.Start(&p.request);
+      if (rc != 0 && p.failed) {
+        throw CoreError(ErrorClass::REQUEST, std::string("PersistentRequest.start: ") + A::kName +
+                                                 " cannot start this request again after its last round failed (" +
+                                                 error_text(rc) + "): free it, and make a new one on every rank");
+      }
+      check(rc, "PersistentRequest.start");
     } else {
       Request r = request_null_;
       check(issue(p.call, Mode::NONBLOCKING, &r, p.w_types), coll_name(p.call.coll));
@@ -835,6 +845,7 @@ class Library final : public Mpi {
       p.active = false;
       active_--;
     }
+    p.failed = rc != 0;
     if (p.kind == Kind::IMPROBE) improbes_.erase(std::remove(improbes_.begin(), improbes_.end(), id), improbes_.end());
     if (!p.persistent) pending_.remove(id);
   }
