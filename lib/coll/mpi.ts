@@ -290,6 +290,8 @@ const V_KINDS = new Set([Coll.GATHERV, Coll.SCATTERV, Coll.ALLGATHERV, Coll.ALLT
 // waiting for the steps it never took, so the sizes are checked before it.
 // `exact`: the library forwards blocks through other ranks by their own
 // counts (allgatherv), so a block larger than its message is an error too.
+// Elsewhere a larger block is fine, but for an empty message: the
+// libraries send none, and the block's rank would wait for it forever.
 interface Pairs { out: Float64Array; in: Float64Array; exact: boolean }
 let pairs: Pairs | null = null;
 // An intercommunicator's groups compare signatures over a merged
@@ -325,9 +327,10 @@ function agree(coll: Coll, c: Members): void {
 
 // Every rank throws ERR_TRUNCATE, naming the first rank with a receive
 // block smaller than what is sent to it, when any has one (ERR_NOT_SAME
-// for one larger where the sizes must be exact): an alltoall of the sizes
-// sent, then an allgather of each rank's first such block. (Elsewhere a
-// block larger than its message is no error, as on shm.)
+// for one larger where the sizes must be exact, or waiting for an empty
+// message): an alltoall of the sizes sent, then an allgather of each
+// rank's first such block. (Otherwise a block larger than its message is
+// no error, as on shm.)
 function comparePairs(call: string, c: Members, p: Pairs): void {
   const n = c.size, incoming = new Float64Array(n);
   clear();
@@ -336,8 +339,9 @@ function comparePairs(call: string, c: Members, p: Pairs): void {
   run(Coll.ALLTOALL, c, p.out, incoming, Mode.BLOCKING);
   const mine = Float64Array.of(-1, 0, 0), all = new Float64Array(3 * n);
   for (let q = 0; q < n; q++) {
-    if (p.in[q]! >= 0 && incoming[q]! >= 0 && (incoming[q]! > p.in[q]! || (p.exact && incoming[q] !== p.in[q]))) {
-      mine.set([q, incoming[q]!, p.in[q]!]);
+    const sent = incoming[q]!, holds = p.in[q]!;
+    if (holds >= 0 && sent >= 0 && (sent > holds || (sent !== holds && (p.exact || sent === 0)))) {
+      mine.set([q, sent, holds]);
       break;
     }
   }
@@ -348,8 +352,10 @@ function comparePairs(call: string, c: Members, p: Pairs): void {
   for (let r = 0; r < n; r++) {
     const from = all[3 * r]!, sent = all[3 * r + 1]!, holds = all[3 * r + 2]!;
     if (from < 0) continue;
+    const why = sent > holds ? '' : sent === 0 ? ' (the library sends no empty message, so that block would wait for it forever)'
+      : ' (its blocks pass through other ranks, which must all count the same)';
     fail(sent > holds ? 'ERR_TRUNCATE' : 'ERR_NOT_SAME', call, `rank ${r}'s receive block for rank ${from} holds ${holds} bytes, ` +
-      `but rank ${from} sends it ${sent}${sent > holds ? '' : ' (its blocks pass through other ranks, which must all count the same)'}`);
+      `but rank ${from} sends it ${sent}${why}`);
   }
 }
 
