@@ -72,13 +72,13 @@ function notInPlace<T>(call: string, what: string, spec: T | typeof IN_PLACE, wh
   return spec;
 }
 
-// Bytes a message carries on the wire: its packed stream (a dense type's
-// memory is its stream).
-function wire(m: Resolved): number {
+/** @internal Bytes a message carries on the wire: its packed stream (a dense type's memory is its stream). */
+export function wire(m: Resolved): number {
   return m.count * m.type.size;
 }
 
-function wireOf(v: ResolvedV, r: number): number {
+/** @internal The same for block `r` of a v- or w-message. */
+export function wireOf(v: ResolvedV, r: number): number {
   return v.counts[r]! * v.types[r]!.size;
 }
 

@@ -28,7 +28,7 @@ import { Mode } from '../request.js';
 import type { CollectiveBackend, InterCollectives, InterRoot, IntraCollectives, Members, Started } from './backend.js';
 import { compare, encode, FIELDS, type Signature } from './agree.js';
 import type { InterMembers } from './backend.js';
-import { sameTotals } from './collectives.js';
+import { sameTotals, wire, wireOf } from './collectives.js';
 import { refreshEachStart, stageMove, stageMoveV, stageReduce, type Side } from './staging.js';
 
 // native/core/mpi/mpi.h Coll.
@@ -123,7 +123,7 @@ function moving(m: Resolved, side: K.SEND_COUNT | K.RECV_COUNT, blocks: number, 
     block[side + 1] = mpiType(t);
   }
   block[side === K.SEND_COUNT ? K.SEND_BLOCKS : K.RECV_BLOCKS] = blocks;
-  sig.bytes = packed ? m.bytes : m.count * t.size;
+  sig.bytes = packed ? m.bytes : wire(m);
   return m.view;
 }
 
@@ -150,7 +150,7 @@ function reducing(m: Resolved, side: Side, op: Op, call: string): ArrayBufferVie
   block[K.OP] = mpiOp(op, m.type);
   sig.op = user ? USER_OP : op.id;
   sig.type = user ? 0 : k.basic + 1;
-  sig.bytes = m.count * m.type.size;
+  sig.bytes = wire(m);
   return k.view;
 }
 
@@ -359,25 +359,20 @@ function comparePairs(call: string, c: Members, p: Pairs): void {
   }
 }
 
-// The pairs of a blocking v-collective on an intracommunicator when the
-// check is on, for its method to fill; null otherwise.
-function pairsOf(c: Members, mode: Mode, exact = false): Pairs | null {
-  if (!CHECK || mode !== Mode.BLOCKING) return null;
-  return (pairs = { out: new Float64Array(c.size).fill(-1), in: new Float64Array(c.size).fill(-1), exact });
-}
+// Whether this call is checked (a blocking v-collective on an
+// intracommunicator must then fill `pairs` through pairsFor).
+const checking = (mode: Mode): boolean => CHECK && mode === Mode.BLOCKING;
 
-// An all-to-all's pairs: block q of each side.
-function pairsAll(c: Members, send: ResolvedV, recv: ResolvedV, mode: Mode): void {
-  const p = pairsOf(c, mode);
-  for (let q = 0; p && q < c.size; q++) {
-    p.out[q] = blockBytes(send, q);
-    p.in[q] = blockBytes(recv, q);
+// A checked v-collective's pairs: the bytes it sends rank q and those its
+// block for rank q holds, -1 where there is no such message.
+function pairsFor(c: Members, out: (q: number) => number, into: (q: number) => number, exact = false): void {
+  const p: Pairs = { out: new Float64Array(c.size), in: new Float64Array(c.size), exact };
+  for (let q = 0; q < c.size; q++) {
+    p.out[q] = out(q);
+    p.in[q] = into(q);
   }
+  pairs = p;
 }
-
-// Signature bytes (what MPI matches) of a message and of a v-message's block.
-const messageBytes = (m: Resolved): number => m.count * m.type.size;
-const blockBytes = (v: ResolvedV, r: number): number => v.counts[r]! * v.types[v.types.length === 1 ? 0 : r]!.size;
 
 // The intracommunicator to agree over: `c` itself, or an
 // intercommunicator's groups merged (made at its first use, a collective
@@ -481,10 +476,8 @@ const intra: IntraCollectives = {
   gatherv(c, send, recv, root, mode) {
     clear();
     block[K.ROOT] = root;
-    const p = pairsOf(c, mode);
-    if (p) {
-      if (send) p.out[root] = messageBytes(send);
-      for (let q = 0; recv && q < c.size; q++) if (send || q !== c.rank) p.in[q] = blockBytes(recv, q);
+    if (checking(mode)) {
+      pairsFor(c, (q) => (send && q === root ? wire(send) : -1), (q) => (recv && (send || q !== c.rank) ? wireOf(recv, q) : -1));
     }
     const s = send && moving(send, K.SEND_COUNT, 1, 'gatherv');
     if (recv === null) return run(Coll.GATHERV, c, s, null, mode);
@@ -496,10 +489,8 @@ const intra: IntraCollectives = {
   scatterv(c, send, recv, root, mode) {
     clear();
     block[K.ROOT] = root;
-    const p = pairsOf(c, mode);
-    if (p) {
-      if (recv) p.in[root] = messageBytes(recv);
-      for (let q = 0; send && q < c.size; q++) if (recv || q !== c.rank) p.out[q] = blockBytes(send, q);
+    if (checking(mode)) {
+      pairsFor(c, (q) => (send && (recv || q !== c.rank) ? wireOf(send, q) : -1), (q) => (recv && q === root ? wire(recv) : -1));
     }
     const r = recv && moving(recv, K.RECV_COUNT, 1, 'scatterv');
     if (send === null) return run(Coll.SCATTERV, c, null, r, mode);
@@ -510,15 +501,10 @@ const intra: IntraCollectives = {
 
   allgatherv(c, send, recv, mode) {
     clear();
-    const p = pairsOf(c, mode, true);
-    if (p) {
-      const mine = send ? messageBytes(send) : blockBytes(recv, c.rank);
-      for (let q = 0; q < c.size; q++) {
-        if (send || q !== c.rank) {
-          p.out[q] = mine;
-          p.in[q] = blockBytes(recv, q);
-        }
-      }
+    if (checking(mode)) {
+      // In place, this rank's own block is neither sent nor received.
+      const mine = send ? wire(send) : wireOf(recv, c.rank), moves = (q: number) => send !== null || q !== c.rank;
+      pairsFor(c, (q) => (moves(q) ? mine : -1), (q) => (moves(q) ? wireOf(recv, q) : -1), true);
     }
     // Always packed bytes: Open MPI 4.1 picks its allgatherv algorithm from
     // the send type's size times the receive counts, so ranks whose send
@@ -542,7 +528,7 @@ const intra: IntraCollectives = {
   alltoallv(c, send, recv, mode) {
     clear();
     const s = send ?? sendCopy(recv);
-    pairsAll(c, s, recv, mode);
+    if (checking(mode)) pairsFor(c, (q) => wireOf(s, q), (q) => wireOf(recv, q));
     const lists = vLists(recv, L.RECV_COUNTS, 'alltoallv', false) | vLists(s, L.SEND_COUNTS, 'alltoallv', false);
     block[K.RECV_TYPE] = vType(recv);
     block[K.SEND_TYPE] = vType(s);
@@ -552,7 +538,7 @@ const intra: IntraCollectives = {
   alltoallw(c, send, recv, mode) {
     clear();
     const s = send ?? sendCopy(recv);
-    pairsAll(c, s, recv, mode);
+    if (checking(mode)) pairsFor(c, (q) => wireOf(s, q), (q) => wireOf(recv, q));
     const lists = vLists(recv, L.RECV_COUNTS, 'alltoallw', true) | vLists(s, L.SEND_COUNTS, 'alltoallw', true);
     // Open MPI 4.1's blocking MPI_Alltoallw on one rank (coll/self) scales
     // the byte displacements by the datatype's extent.
