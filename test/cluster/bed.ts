@@ -175,10 +175,13 @@ export function crashReport(bed: Bed, r: JobResult): string {
   let out = '';
   for (const f of cores) {
     const core = join(jobsDir(bed), f);
-    const gdb = ['-batch', '-nx', '-iex', 'set print thread-events off', '-ex', 'info threads', '-ex', 'bt 40'];
+    // The crashed thread's stack first, while it is short: past its native
+    // frames come V8's, which say nothing, and a CI log may keep only the
+    // ends of a long report.
+    const gdb = ['-batch', '-nx', '-iex', 'set print thread-events off', '-ex', 'bt 20', '-ex', 'info threads'];
     const g = spawnSync('gdb', [...gdb, process.execPath, core], { encoding: 'utf8', timeout: 120_000, maxBuffer: 1 << 24 });
-    // Without its warnings (mapped files the core names that are gone).
-    const said = (g.stdout + g.stderr).split('\n').filter((l) => !l.startsWith('warning: ')).join('\n');
+    // Without its warnings (mapped files the core names that are gone) and blank lines.
+    const said = (g.stdout + g.stderr).split('\n').filter((l) => l.trim() && !l.startsWith('warning: ')).join('\n');
     out += `\n--- ${f}, a crashed rank's core: gdb says\n${g.error ? g.error.message : said}`;
     rmSync(core, { force: true });
   }
