@@ -78,10 +78,32 @@ function bufferOf(v: ArrayBufferView): ArrayBufferLike {
 }
 /** @internal A view's byte length now, from the intrinsic getters: 0 once detached, or out of bounds after a shrink. */
 export function viewBytes(v: ArrayBufferView): number {
-  return typedTag(v) !== undefined ? typedBytes(v) : dataViewBytes(v);
+  return typedTag(v) !== undefined ? typedBytes(v) : ofLiveDataView(dataViewBytes, v);
 }
 function offsetOf(v: ArrayBufferView): number {
-  return typedTag(v) !== undefined ? typedOffset(v) : viewOffset(v);
+  return typedTag(v) !== undefined ? typedOffset(v) : ofLiveDataView(viewOffset, v);
+}
+/**
+ * @internal Whether `b` is detached: no view of it can be made then, not
+ * even an empty one (Node 20 has no ArrayBuffer.prototype.detached).
+ */
+export function isDetached(b: ArrayBufferLike): boolean {
+  try {
+    void new Uint8Array(b, 0, 0);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+// A DataView's getters throw once its ArrayBuffer is detached, where a
+// TypedArray's read 0: 0 here too.
+function ofLiveDataView(get: (v: ArrayBufferView) => number, v: ArrayBufferView): number {
+  try {
+    return get(v);
+  } catch {
+    return 0;
+  }
 }
 
 let chosen: HoldMode | null = null;
@@ -190,6 +212,10 @@ export function hold<A extends unknown[]>(call: string, inout: boolean, args: A)
     const view = ArrayBuffer.isView(b) ? b : null;
     const buffer = view ? bufferOf(view) : b as ArrayBufferLike;
     const what = inout ? 'buffer' : i === 0 ? 'send buffer' : 'receive buffer';
+    const bytes = view ? viewBytes(view) : arrayBytes(buffer);
+    // Nothing to hold: the call refuses it where it reads it (lib/message.ts),
+    // and ignores it where it does not (a non-root's receive buffer).
+    if (bytes === 0 && isDetached(buffer)) continue;
     if (!marking || !markedBefore(buffer)) {
       if (isShared(buffer)) continue;
       if (resizable(buffer)) {
@@ -204,7 +230,7 @@ export function hold<A extends unknown[]>(call: string, inout: boolean, args: A)
         }
       }
     }
-    const e = new Entry(i, view, buffer as ArrayBuffer, view ? viewBytes(view) : arrayBytes(buffer), i === 1 || inout, what);
+    const e = new Entry(i, view, buffer as ArrayBuffer, bytes, i === 1 || inout, what);
     if (i === 0) e0 = e;
     else e1 = e;
   }

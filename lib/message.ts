@@ -7,6 +7,7 @@ import { argList } from './args.js';
 import { IN_PLACE } from './constants.js';
 import { checkDatatype, Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
+import { isDetached } from './hold.js';
 
 /** Anything that holds bytes. */
 export type Buf = ArrayBufferView | ArrayBuffer | SharedArrayBuffer;
@@ -78,9 +79,45 @@ function isBuffer(b: unknown): b is Buf {
     (typeof SharedArrayBuffer !== 'undefined' && b instanceof SharedArrayBuffer);
 }
 
+/**
+ * @internal An ArrayBuffer's bytes as a view. A detached one has none and
+ * takes no view (the addon refuses an empty view of one, as here).
+ */
+export function wholeBytes(call: string, what: string, b: ArrayBufferLike): Uint8Array {
+  try {
+    return new Uint8Array(b);
+  } catch {
+    detached(call, what);
+  }
+}
+
+function detached(call: string, what: string): never {
+  fail('ERR_BUFFER', call, `the ${what}'s ArrayBuffer is detached (transferred, or handed to a stream): it holds nothing now`);
+}
+
+/**
+ * @internal `view`'s byte length, or ERR_BUFFER when its ArrayBuffer is
+ * detached: a detached buffer is refused wherever it matters, whatever the
+ * count, rather than taken for an empty message. (A DataView's getter
+ * throws then; a TypedArray's reads 0.)
+ */
+export function liveBytes(call: string, what: string, view: ArrayBufferView): number {
+  let bytes: number;
+  try {
+    bytes = view.byteLength;
+  } catch {
+    detached(call, what);
+  }
+  if (bytes === 0 && isDetached(view.buffer)) detached(call, what);
+  return bytes;
+}
+
 function asView(call: string, what: string, b: unknown): ArrayBufferView {
-  if (ArrayBuffer.isView(b)) return b;
-  if (isBuffer(b)) return new Uint8Array(b as ArrayBuffer);
+  if (ArrayBuffer.isView(b)) {
+    liveBytes(call, what, b);
+    return b;
+  }
+  if (isBuffer(b)) return wholeBytes(call, what, b as ArrayBuffer);
   if (Array.isArray(b)) {
     fail('ERR_BUFFER', call, `${what} must be a TypedArray, DataView, Buffer or ArrayBuffer, got a plain array (wrap numbers in e.g. Float64Array.from(array))`);
   }
@@ -136,7 +173,7 @@ function needBytes(call: string, what: string, view: ArrayBufferView, bytes: num
 
 function wholeCount(call: string, what: string, view: ArrayBufferView, type: Datatype): number {
   if (type.extent <= 0) fail('ERR_COUNT', call, `${what}: datatype ${type.name} has extent ${type.extent}; give an explicit count`);
-  const n = view.byteLength / type.extent;
+  const n = liveBytes(call, what, view) / type.extent;
   if (!Number.isInteger(n)) {
     fail('ERR_COUNT', call, `${what} of ${view.byteLength} bytes is not a whole number of ${type.name} (extent ${type.extent})`);
   }

@@ -7,13 +7,13 @@
  */
 import { Datatype } from './datatype.js';
 import { describe, fail } from './errors.js';
-import { resolve, type Buf, type Msg } from './message.js';
+import { resolve, wholeBytes, type Buf, type Msg } from './message.js';
 import { native } from './native.js';
 
 function streamView(call: string, what: string, b: unknown): ArrayBufferView {
   if (ArrayBuffer.isView(b)) return b;
   if (b instanceof ArrayBuffer || (typeof SharedArrayBuffer !== 'undefined' && b instanceof SharedArrayBuffer)) {
-    return new Uint8Array(b);
+    return wholeBytes(call, what, b);
   }
   fail('ERR_BUFFER', call, `${what} must be a TypedArray, DataView, Buffer or ArrayBuffer, got ${describe(b)}`);
 }

@@ -13,7 +13,7 @@ import { ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB } from '../constants.js';
 import { Datatype } from '../datatype.js';
 import { describe, fail, MPIError, retitle } from '../errors.js';
 import { hold } from '../hold.js';
-import { bareType, resolve, type Resolved } from '../message.js';
+import { bareType, liveBytes, resolve, type Resolved } from '../message.js';
 import { native } from '../native.js';
 import { serialize } from '../objects/serialize.js';
 import { Request, setNextCall, setNextHooks } from '../request.js';
@@ -64,8 +64,10 @@ function bare(buf: unknown): Datatype | undefined {
 // code; `byteLength` is a generic property load in Node 20's V8, about as
 // long as the rest of the argument checks. (The addon checks the count
 // against the view's memory, whatever a subclass's getter says.)
-function bareBytes(view: ArrayBufferView, type: Datatype): number {
-  return view instanceof DataView ? view.byteLength : (view as Uint8Array).length * type.size;
+function bareBytes(view: ArrayBufferView, type: Datatype, call: string, what: string): number {
+  if (view instanceof DataView) return liveBytes(call, what, view);
+  const bytes = (view as Uint8Array).length * type.size;
+  return bytes === 0 ? liveBytes(call, what, view) : bytes;
 }
 
 // The bytes that travel for message `m`: its memory for a dense type,
@@ -131,7 +133,7 @@ export function send(comm: Comm, call: string, buf: unknown, dest: unknown, tag:
   if (d === PROC_NULL) return;
   const view = m ? sendView(m) : buf as ArrayBufferView;
   try {
-    p2p().send(c, view, m ? wireBytes(m) : bareBytes(view, type!), d, t);
+    p2p().send(c, view, m ? wireBytes(m) : bareBytes(view, type!, call, 'send buffer'), d, t);
   } catch (err) {
     throw retitle(err, call);
   }
@@ -151,7 +153,7 @@ export function recv(comm: Comm, call: string, buf: unknown, source: unknown, ta
   const w = m ? recvWire(m) : null;
   const view = w ? w.view : buf as ArrayBufferView;
   try {
-    p2p().recv(c, view, w ? w.bytes : bareBytes(view, type!), s, t, scratch);
+    p2p().recv(c, view, w ? w.bytes : bareBytes(view, type!, call, 'receive buffer'), s, t, scratch);
   } catch (err) {
     // A truncated message fills the buffer with what fits, as MPI does.
     if (w && err instanceof MPIError && err.code === 'ERR_TRUNCATE') w.unpack?.(w.bytes);

@@ -24,6 +24,22 @@ inline size_t element_size(napi_typedarray_type type) {
   }
 }
 
+// Whether view `v`'s ArrayBuffer is detached (transferred to a worker,
+// handed to a stream): it then reads as 0 bytes, which must not pass for
+// an empty message. Asked of empty views only.
+[[gnu::cold, gnu::noinline]] inline bool detached(napi_env env, napi_value v) {
+  napi_value buffer = nullptr;
+  bool typed = false;
+  napi_is_typedarray(env, v, &typed);
+  if (typed) {
+    napi_get_typedarray_info(env, v, nullptr, nullptr, nullptr, &buffer, nullptr);
+  } else {
+    napi_get_dataview_info(env, v, nullptr, nullptr, &buffer, nullptr);
+  }
+  bool is = false;
+  return buffer && napi_is_detached_arraybuffer(env, buffer, &is) == napi_ok && is;
+}
+
 // A TypedArray or DataView, or null/undefined (an absent buffer, e.g.
 // IN_PLACE or a non-root's receive buffer).
 inline Bytes bytes_arg(const Napi::CallbackInfo& info, size_t i, const char* call, const char* what) {
@@ -39,6 +55,10 @@ inline Bytes bytes_arg(const Napi::CallbackInfo& info, size_t i, const char* cal
   // that only an absent buffer (IN_PLACE) reads as null in the core.
   static uint8_t empty[8];
   if (napi_get_buffer_info(env, v, &data, &length) == napi_ok) {
+    if (length == 0 && detached(env, v)) {
+      throw_mpi(env, ErrorClass::BUFFER, std::string(call) + ": the " + what +
+                                             "'s ArrayBuffer is detached (transferred, or handed to a stream): it holds nothing now");
+    }
     return {data ? static_cast<uint8_t*>(data) : empty, length};
   }
   napi_valuetype t;

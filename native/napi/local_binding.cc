@@ -131,6 +131,15 @@ napi_value ReduceLocal(napi_env env, napi_callback_info cbinfo) {
     if (!(count >= 0) || need > double(bytes[0]) || need > double(bytes[1]) || need > double(bytes[2])) {
       throw_mpi(e, ErrorClass::BUFFER, "reduceLocal: the buffers hold fewer bytes than count items");
     }
+    for (size_t i = 0; i < views; i++) {
+      bool gone = false;
+      if (bytes[i] == 0 && napi_is_detached_arraybuffer(env, buffers[i], &gone) == napi_ok && gone) {
+        const bool locals = (code & kLocals) != 0;
+        const char* what = i == 0 ? "inbuf" : i + 1 < views ? "argbuf" : "inoutbuf";
+        throw_mpi(e, ErrorClass::BUFFER, std::string(locals ? "reduceLocals" : "reduceLocal") + ": the " + what +
+                                             "'s ArrayBuffer is detached (transferred, or handed to a stream): it holds nothing now");
+      }
+    }
     check_overlap(e, data, bytes, code);
     if (count > 0) fn(data[0], data[1], data[2], size_t(count));
     remember(env, *static_cast<LastLocal*>(self), buffers, data, bytes);
