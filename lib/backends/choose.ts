@@ -118,7 +118,7 @@ export function launcherMismatch(launcher: Launcher | null, abi: string): string
  * runs one of each. Ranks on different hosts then sometimes get out of
  * MPI_Init while another still waits in the first fence, and the first
  * message they send it crashes it inside MPI_Init: C programs too, about
- * one 2-rank job in 370 on a loaded machine (test/cluster/README.md).
+ * one 2-rank job in 500 on a loaded machine (test/cluster/README.md).
  * Without data collection both fences are trees, and Open MPI asks for a
  * peer's addresses when it first connects to it. Left alone when the user
  * chose the fences (SLURM_PMIX_FENCE), and for Open MPI 5, whose fences

@@ -40,6 +40,11 @@ inline size_t element_size(napi_typedarray_type type) {
   return buffer && napi_is_detached_arraybuffer(env, buffer, &is) == napi_ok && is;
 }
 
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_detached(napi_env env, const char* call, const char* what) {
+  throw_mpi(env, ErrorClass::BUFFER, std::string(call) + ": the " + what +
+                                         "'s ArrayBuffer is detached (transferred, or handed to a stream): it holds nothing now");
+}
+
 // A TypedArray or DataView, or null/undefined (an absent buffer, e.g.
 // IN_PLACE or a non-root's receive buffer).
 inline Bytes bytes_arg(const Napi::CallbackInfo& info, size_t i, const char* call, const char* what) {
@@ -55,10 +60,7 @@ inline Bytes bytes_arg(const Napi::CallbackInfo& info, size_t i, const char* cal
   // that only an absent buffer (IN_PLACE) reads as null in the core.
   static uint8_t empty[8];
   if (napi_get_buffer_info(env, v, &data, &length) == napi_ok) {
-    if (length == 0 && detached(env, v)) {
-      throw_mpi(env, ErrorClass::BUFFER, std::string(call) + ": the " + what +
-                                             "'s ArrayBuffer is detached (transferred, or handed to a stream): it holds nothing now");
-    }
+    if (length == 0 && detached(env, v)) throw_detached(env, call, what);
     return {data ? static_cast<uint8_t*>(data) : empty, length};
   }
   napi_valuetype t;

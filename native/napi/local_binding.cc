@@ -134,10 +134,8 @@ napi_value ReduceLocal(napi_env env, napi_callback_info cbinfo) {
     for (size_t i = 0; i < views; i++) {
       bool gone = false;
       if (bytes[i] == 0 && napi_is_detached_arraybuffer(env, buffers[i], &gone) == napi_ok && gone) {
-        const bool locals = (code & kLocals) != 0;
-        const char* what = i == 0 ? "inbuf" : i + 1 < views ? "argbuf" : "inoutbuf";
-        throw_mpi(e, ErrorClass::BUFFER, std::string(locals ? "reduceLocals" : "reduceLocal") + ": the " + what +
-                                             "'s ArrayBuffer is detached (transferred, or handed to a stream): it holds nothing now");
+        throw_detached(env, code & kLocals ? "reduceLocals" : "reduceLocal",
+                       i == 0 ? "inbuf" : i + 1 < views ? "argbuf" : "inoutbuf");
       }
     }
     check_overlap(e, data, bytes, code);
