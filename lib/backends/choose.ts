@@ -107,34 +107,6 @@ export function launcherMismatch(launcher: Launcher | null, abi: string): string
 }
 
 /**
- * Variables the mpi backend adds to its environment before MPI_Init, for
- * the launcher that started it and the library it opened (`abi`, and
- * `version`, MPI_Get_library_version's text). A variable the environment
- * sets already is never touched.
- *
- * Open MPI 3 and 4 under srun --mpi=pmix: OMPI_MCA_pmix_base_collect_data=0.
- * Slurm's PMIx plugin, by default ("mixed"), runs a fence that collects
- * data as a ring and one that does not as a tree, and Open MPI's MPI_Init
- * runs one of each. Ranks on different hosts then sometimes get out of
- * MPI_Init while another still waits in the first fence, and the first
- * message they send it crashes it inside MPI_Init: C programs too, about
- * one 2-rank job in 500 on a loaded machine (test/cluster/README.md).
- * Without data collection both fences are trees, and Open MPI asks for a
- * peer's addresses when it first connects to it. Left alone when the user
- * chose the fences (SLURM_PMIX_FENCE), and for Open MPI 5, whose fences
- * are told apart differently and which is untried here.
- */
-export function libraryEnv(env: NodeJS.ProcessEnv, launcher: Launcher | null, abi: string, version: string): Record<string, string> {
-  const add: Record<string, string> = {};
-  const srunPmix = launcher === 'pmix' && env.SLURM_PROCID !== undefined;
-  if (srunPmix && abi === 'Open MPI' && /^Open MPI v[34]\./.test(version) && env.SLURM_PMIX_FENCE === undefined &&
-    env.OMPI_MCA_pmix_base_collect_data === undefined) {
-    add.OMPI_MCA_pmix_base_collect_data = '0';
-  }
-  return add;
-}
-
-/**
  * What to change when the library sees a world smaller than the one the
  * launcher started (each rank alone): said for the launcher at hand.
  */

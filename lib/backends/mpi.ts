@@ -22,7 +22,7 @@ import { setTagUb } from '../constants.js';
 import { MPIError } from '../errors.js';
 import { native } from '../native.js';
 import { mpi as p2p, tagUb } from '../p2p/mpi.js';
-import { chooseBackend, launcherMismatch, libraryCandidates, libraryEnv, threadLevel, worldSizeAdvice } from './choose.js';
+import { chooseBackend, launcherMismatch, libraryCandidates, threadLevel, worldSizeAdvice } from './choose.js';
 
 const INT32 = 2 ** 31;
 
@@ -69,7 +69,6 @@ function open(env: NodeJS.ProcessEnv): { path: string; abi: string } {
       `init: ${mismatch}, but the MPI library found is ${got.abi} (${got.path}); each launcher starts its own library's jobs only. ` +
       'Start the program with the launcher of that library, or set NODEMPI_MPI_LIB to the library of this launcher.');
   }
-  Object.assign(env, libraryEnv(env, choice.launcher, got.abi, native.mpiLibraryVersion()));
   return got;
 }
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 
-import { chooseBackend, detectLauncher, launcherMismatch, libraryCandidates, libraryEnv, worldSizeAdvice } from '../../dist/backends/choose.js';
+import { chooseBackend, detectLauncher, launcherMismatch, libraryCandidates, worldSizeAdvice } from '../../dist/backends/choose.js';
 
 describe('choosing the backend', () => {
   it('plain node is a world of one on shm', () => {
@@ -62,21 +62,6 @@ describe('choosing the library', () => {
     expect(launcherMismatch('openmpi', 'Open MPI')).toBe(null);
     expect(launcherMismatch('pmix', 'MPICH')).toBe(null);
     expect(launcherMismatch(null, 'MPICH')).toBe(null);
-  });
-  it('Open MPI 3 and 4 under srun --mpi=pmix modex without collecting, unless the user chose', () => {
-    const srun = { PMIX_RANK: '1', SLURM_PROCID: '1', SLURM_NTASKS: '2' };
-    const v4 = 'Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022';
-    expect(libraryEnv(srun, 'pmix', 'Open MPI', v4)).toEqual({ OMPI_MCA_pmix_base_collect_data: '0' });
-    expect(libraryEnv(srun, 'pmix', 'Open MPI', 'Open MPI v3.1.6, package: Open MPI')).toEqual({ OMPI_MCA_pmix_base_collect_data: '0' });
-    // The user's own choice of either side stands.
-    expect(libraryEnv({ ...srun, OMPI_MCA_pmix_base_collect_data: '1' }, 'pmix', 'Open MPI', v4)).toEqual({});
-    expect(libraryEnv({ ...srun, SLURM_PMIX_FENCE: 'mixed' }, 'pmix', 'Open MPI', v4)).toEqual({});
-    // Open MPI 5 (untried), MPICH, prterun (PMIx without srun), mpirun and srun --mpi=pmi2: nothing.
-    expect(libraryEnv(srun, 'pmix', 'Open MPI', 'Open MPI v5.0.3, package: Open MPI')).toEqual({});
-    expect(libraryEnv(srun, 'pmix', 'MPICH', 'MPICH Version: 4.0.2')).toEqual({});
-    expect(libraryEnv({ PMIX_RANK: '0' }, 'pmix', 'Open MPI', v4)).toEqual({});
-    expect(libraryEnv({ OMPI_COMM_WORLD_SIZE: '2' }, 'openmpi', 'Open MPI', v4)).toEqual({});
-    expect(libraryEnv({ PMI_RANK: '0', SLURM_PROCID: '0' }, 'slurm', 'MPICH', 'MPICH Version: 4.0.2')).toEqual({});
   });
   it('a world smaller than the launcher started: the advice fits the launcher', () => {
     // srun --mpi=none sets no PMI variable.
