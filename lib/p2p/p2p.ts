@@ -63,11 +63,11 @@ function bare(buf: unknown): Datatype | undefined {
 // A bare view's bytes. A TypedArray's `length` is read inline by optimized
 // code; `byteLength` is a generic property load in Node 20's V8, about as
 // long as the rest of the argument checks. (The addon checks the count
-// against the view's memory, whatever a subclass's getter says.)
+// against the view's memory, whatever a subclass's getter says, and
+// refuses an empty view of a detached buffer; a DataView's getter throws
+// on one, so liveBytes asks first.)
 function bareBytes(view: ArrayBufferView, type: Datatype, call: string, what: string): number {
-  if (view instanceof DataView) return liveBytes(call, what, view);
-  const bytes = (view as Uint8Array).length * type.size;
-  return bytes === 0 ? liveBytes(call, what, view) : bytes;
+  return view instanceof DataView ? liveBytes(call, what, view) : (view as Uint8Array).length * type.size;
 }
 
 // The bytes that travel for message `m`: its memory for a dense type,

@@ -13,6 +13,7 @@
 import { describe, expect, it } from 'vitest';
 
 import * as mpi from '../../dist/index.js';
+import { detach } from '../fixtures/fuzz/common.mjs';
 import { build, KINDS, normalise, OP_ARG, opsFor, TYPES } from '../fixtures/fuzz/model.mjs';
 
 const S = mpi.COMM_SELF;
@@ -88,12 +89,9 @@ describe('growable SharedArrayBuffers', () => {
 
 // What a transfer to a worker leaves: the same kind of thing, detached.
 function detachedLike<T>(b: T): T {
-  const d = b instanceof ArrayBuffer ? new ArrayBuffer(b.byteLength)
+  return detach(b instanceof ArrayBuffer ? new ArrayBuffer(b.byteLength)
     : b instanceof DataView ? new DataView(new ArrayBuffer(b.byteLength))
-    : new (b as { constructor: new (n: number) => ArrayBufferView }).constructor((b as unknown as Uint8Array).length);
-  const buffer = d instanceof ArrayBuffer ? d : (d as ArrayBufferView).buffer;
-  structuredClone(buffer, { transfer: [buffer as ArrayBuffer] });
-  return d as T;
+    : new (b as { constructor: new (n: number) => ArrayBufferView }).constructor((b as unknown as Uint8Array).length)) as T;
 }
 
 const isBuf = (b: unknown): boolean => ArrayBuffer.isView(b) || b instanceof ArrayBuffer;
